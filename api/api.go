@@ -1,0 +1,233 @@
+// Package api holds the wire types of the Paddock REST API (/v1): requests,
+// responses, stream events and error codes. It is the contract shared by the
+// daemon, the Go SDK and the CLI; api/openapi.yaml describes the same types
+// for other languages. The package has no behaviour beyond small helpers.
+package api
+
+import "time"
+
+// Version is the API version prefix served by paddockd.
+const Version = "v1"
+
+// Sandbox states.
+const (
+	StateCreating   = "creating"
+	StateRunning    = "running"
+	StatePaused     = "paused"
+	StateStopped    = "stopped"
+	StateTerminated = "terminated"
+)
+
+// Resources are the limits of one sandbox. Zero fields take the daemon's
+// defaults when a sandbox is created.
+type Resources struct {
+	// VCPUs is the CPU quota in cores (fractions allowed).
+	VCPUs float64 `json:"vcpus,omitempty"`
+	// MemoryMiB is the memory limit; there is no swap.
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
+	// DiskMiB is the size of the sandbox's writable layer.
+	DiskMiB int64 `json:"disk_mib,omitempty"`
+	// PIDs is the maximum number of processes and threads.
+	PIDs int64 `json:"pids,omitempty"`
+}
+
+// CreateSandboxRequest is the body of POST /v1/sandboxes. Every field is
+// optional.
+type CreateSandboxRequest struct {
+	Template       string            `json:"template,omitempty"`
+	TimeoutSeconds int64             `json:"timeout_seconds,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Resources      *Resources        `json:"resources,omitempty"`
+}
+
+// Sandbox describes one sandbox.
+type Sandbox struct {
+	ID        string            `json:"id"`
+	Template  string            `json:"template"`
+	State     string            `json:"state"`
+	CreatedAt time.Time         `json:"created_at"`
+	ExpiresAt time.Time         `json:"expires_at"`
+	Metadata  map[string]string `json:"metadata"`
+	Resources Resources         `json:"resources"`
+	// Runtime is the OCI runtime running the sandbox (runc, crun, ...).
+	Runtime string `json:"runtime,omitempty"`
+	// EndedAt is set once the sandbox is stopped or terminated.
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	// Reason says why a sandbox stopped or was terminated
+	// ("deleted", "expired", "failed: ...").
+	Reason string `json:"reason,omitempty"`
+}
+
+// ListSandboxesResponse is the answer to GET /v1/sandboxes. NextCursor is
+// empty on the last page.
+type ListSandboxesResponse struct {
+	Sandboxes  []Sandbox `json:"sandboxes"`
+	NextCursor string    `json:"next_cursor"`
+}
+
+// SetTimeoutRequest is the body of POST /v1/sandboxes/{id}/timeout; the new
+// expiry is now + TimeoutSeconds.
+type SetTimeoutRequest struct {
+	TimeoutSeconds int64 `json:"timeout_seconds"`
+}
+
+// ExecRequest is the body of POST /v1/sandboxes/{id}/exec and
+// POST /v1/sandboxes/{id}/processes. Exactly one of Argv and Command is set.
+type ExecRequest struct {
+	// Argv is run directly, resolved through PATH.
+	Argv []string `json:"argv,omitempty"`
+	// Command is run by /bin/bash -lc (or /bin/sh -c without bash).
+	Command string            `json:"command,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// Stdin is written to the process's standard input, which is then
+	// closed. StdinBase64 does the same for binary input.
+	Stdin       string `json:"stdin,omitempty"`
+	StdinBase64 string `json:"stdin_base64,omitempty"`
+	// TimeoutSeconds bounds the run (default 60). On timeout the command
+	// and every process it started are killed and TimedOut is set.
+	// For background processes 0 means no timeout beyond the lease.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// MaxOutputBytes caps stdout and stderr each (default 65536, at most
+	// 16 MiB). Output past the cap is counted and dropped.
+	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// KeepStdinOpen leaves a background process's stdin open for
+	// POST .../processes/{pid}/stdin. Ignored by exec.
+	KeepStdinOpen bool `json:"keep_stdin_open,omitempty"`
+}
+
+// ExecResult is the outcome of a command. A non-zero exit and a timeout are
+// results, not errors. ExitCode is null when the process was killed by a
+// signal; Signal then names it (for example "SIGKILL").
+type ExecResult struct {
+	ExitCode        *int    `json:"exit_code"`
+	Signal          *string `json:"signal"`
+	TimedOut        bool    `json:"timed_out"`
+	OOMKilled       bool    `json:"oom_killed,omitempty"`
+	Stdout          string  `json:"stdout"`
+	Stderr          string  `json:"stderr"`
+	StdoutTruncated bool    `json:"stdout_truncated"`
+	StderrTruncated bool    `json:"stderr_truncated"`
+	StdoutBytes     int64   `json:"stdout_bytes"`
+	StderrBytes     int64   `json:"stderr_bytes"`
+	DurationMS      int64   `json:"duration_ms"`
+}
+
+// Stream event types of an NDJSON exec or process output stream.
+const (
+	EventStart  = "start"
+	EventStdout = "stdout"
+	EventStderr = "stderr"
+	EventExit   = "exit"
+	EventError  = "error"
+)
+
+// Event is one line of an NDJSON stream (Accept: application/x-ndjson).
+// Data carries raw output bytes (base64 in JSON, so streams are
+// binary-safe). An exit event carries the result fields; its stdout and
+// stderr are empty because the output was already streamed. An error event
+// carries Error and ends the stream.
+type Event struct {
+	Type      string     `json:"type"`
+	ProcessID string     `json:"process_id,omitempty"`
+	PID       int        `json:"pid,omitempty"`
+	Data      []byte     `json:"data,omitempty"`
+	Time      *time.Time `json:"time,omitempty"`
+	*ExecResult
+	Error *ErrorBody `json:"error,omitempty"`
+}
+
+// Process states.
+const (
+	ProcessRunning = "running"
+	ProcessExited  = "exited"
+)
+
+// Process is a command started in the background with
+// POST /v1/sandboxes/{id}/processes.
+type Process struct {
+	ID        string     `json:"id"`
+	PID       int        `json:"pid"`
+	Argv      []string   `json:"argv,omitempty"`
+	Command   string     `json:"command,omitempty"`
+	Cwd       string     `json:"cwd"`
+	State     string     `json:"state"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// Result is set once the process has exited; its stdout and stderr
+	// hold the first max_output_bytes of each stream.
+	Result *ExecResult `json:"result,omitempty"`
+}
+
+// ListProcessesResponse is the answer to GET /v1/sandboxes/{id}/processes.
+type ListProcessesResponse struct {
+	Processes []Process `json:"processes"`
+}
+
+// SignalRequest is the body of POST /v1/sandboxes/{id}/processes/{pid}/kill.
+// Signal defaults to SIGKILL, which kills the whole process tree.
+type SignalRequest struct {
+	Signal string `json:"signal,omitempty"`
+}
+
+// File types in a FileEntry.
+const (
+	FileTypeFile    = "file"
+	FileTypeDir     = "dir"
+	FileTypeSymlink = "symlink"
+	FileTypeOther   = "other"
+)
+
+// FileEntry describes one file in a listing.
+type FileEntry struct {
+	// Path is absolute inside the sandbox.
+	Path string `json:"path"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+	// Mode is the permission bits in octal, for example "0644".
+	Mode       string    `json:"mode"`
+	ModifiedAt time.Time `json:"modified_at"`
+	// LinkTarget is set for symlinks.
+	LinkTarget string `json:"link_target,omitempty"`
+}
+
+// ListFilesResponse is the answer to GET /v1/sandboxes/{id}/files/list.
+type ListFilesResponse struct {
+	Entries []FileEntry `json:"entries"`
+	// Truncated is set when the listing hit the entry limit.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ErrorResponse is the body of every error answer.
+type ErrorResponse struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is the code and human message of an error.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error codes and the HTTP status each travels with.
+const (
+	CodeBadRequest      = "bad_request"      // 400
+	CodeUnauthorized    = "unauthorized"     // 401
+	CodeNotFound        = "not_found"        // 404
+	CodeConflict        = "conflict"         // 409: wrong state
+	CodeTooLarge        = "too_large"        // 413
+	CodeUnknownTemplate = "unknown_template" // 422
+	CodeLimitExceeded   = "limit_exceeded"   // 429
+	CodeNoCapacity      = "no_capacity"      // 503
+	CodeInternal        = "internal"         // 500
+	CodeUnavailable     = "unavailable"      // 502: the sandbox's agent did not answer
+	CodeNoSpace         = "no_space"         // 507: the sandbox's disk is full
+)
+
+// Health is the answer to GET /v1/health (no authentication).
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}

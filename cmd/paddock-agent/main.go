@@ -1,0 +1,145 @@
+// Command paddock-agent is Paddock's guest agent. It runs as PID 1 inside
+// every sandbox and serves the daemon over HTTP on a unix socket; see
+// package internal/agent.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+
+	"github.com/paddock-sandbox/paddock/internal/agent"
+	"golang.org/x/sys/unix"
+)
+
+const usage = `Usage:
+  paddock-agent serve [--listen-fd N | --listen PATH] [flags]
+  paddock-agent shim [--status-fd N] -- PATH ARGV0 [ARG...]
+
+serve runs the agent's HTTP API on a unix socket: an inherited listening
+socket (--listen-fd) or one it creates at PATH (--listen). As PID 1 it also
+reaps every orphaned process of the sandbox.
+
+shim is internal: the agent starts every command under it.
+
+Run "paddock-agent serve --help" for the serve flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:])
+	case "shim":
+		return agent.RunShim(args[1:])
+	case "help", "-h", "-help", "--help":
+		fmt.Print(usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "paddock-agent: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func serve(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	listenFD := fs.Int("listen-fd", -1, "serve on this inherited listening unix socket `fd`")
+	listen := fs.String("listen", "", "create a unix socket at `path` and serve on it")
+	workdir := fs.String("workdir", agent.DefaultWorkdir, "default cwd and base of relative paths")
+	shim := fs.String("shim", "", "binary to run as the command shim (default: this binary via /proc/self/exe)")
+	maxFile := fs.Int64("max-file-bytes", agent.DefaultMaxFileBytes, "largest file upload or download")
+	maxStdin := fs.Int64("max-stdin-bytes", agent.DefaultMaxStdinBytes, "largest stdin in one request")
+	debug := fs.Bool("debug", false, "log every request")
+	if err := fs.Parse(args); err != nil {
+		fs.SetOutput(os.Stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fmt.Println("Usage: paddock-agent serve [--listen-fd N | --listen PATH] [flags]")
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "paddock-agent serve: %v\n", err)
+		fs.PrintDefaults()
+		return 2
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	harden()
+	ln, err := listener(*listenFD, *listen)
+	if err != nil {
+		log.Error("listen", "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+	defer stop()
+	srv := agent.NewServer(agent.Config{
+		Workdir:       *workdir,
+		ShimPath:      *shim,
+		Reaper:        os.Getpid() == 1,
+		MaxFileBytes:  *maxFile,
+		MaxStdinBytes: *maxStdin,
+	}, log)
+	log.Info("paddock-agent serving", "addr", ln.Addr().String(), "pid", os.Getpid(), "workdir", *workdir)
+	if err := srv.Serve(ctx, ln); err != nil {
+		log.Error("serve", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// harden protects the agent: the OOM killer should pick commands first
+// (lowering the score needs privileges a sandbox may lack), nothing may
+// ptrace it or read its memory, and a closed stdout or stderr must never
+// kill it (with SIGPIPE notified, writes fail with EPIPE instead).
+func harden() {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-999"), 0)
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
+}
+
+// listener returns the inherited socket fd, or a new unix socket at path.
+func listener(fd int, path string) (net.Listener, error) {
+	switch {
+	case fd >= 0 && path != "":
+		return nil, errors.New("set only one of --listen-fd and --listen")
+	case fd >= 0:
+		f := os.NewFile(uintptr(fd), "listener")
+		defer f.Close()
+		ln, err := net.FileListener(f)
+		if err != nil {
+			return nil, fmt.Errorf("listen fd %d: %w", fd, err)
+		}
+		return ln, nil
+	case path != "":
+		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(path) // stale socket of an earlier run
+		}
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", path, err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen %s: %w", path, err)
+		}
+		return ln, nil
+	}
+	return nil, errors.New("one of --listen-fd and --listen is required")
+}

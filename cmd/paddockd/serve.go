@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/backend/container"
+	"github.com/paddock-sandbox/paddock/internal/manager"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/server"
+	"github.com/paddock-sandbox/paddock/internal/store"
+)
+
+const defaultStateDir = "/var/lib/paddock"
+
+// Config is the daemon configuration file (JSON). Flags given on the
+// command line override it.
+type Config struct {
+	Listen             string                        `json:"listen,omitempty"`
+	StateDir           string                        `json:"state_dir,omitempty"`
+	MaxSandboxes       int                           `json:"max_sandboxes,omitempty"`
+	MaxSandboxesPerKey int                           `json:"max_sandboxes_per_key,omitempty"`
+	MaxFileBytes       int64                         `json:"max_file_bytes,omitempty"`
+	Runtime            string                        `json:"runtime,omitempty"`
+	Runtimes           map[string]string             `json:"runtimes,omitempty"`
+	AgentBinary        string                        `json:"agent_binary,omitempty"`
+	Templates          map[string]container.Template `json:"templates,omitempty"`
+	Defaults           *sandbox.Resources            `json:"defaults,omitempty"`
+	DefaultTimeout     int64                         `json:"default_timeout_seconds,omitempty"`
+	LogLevel           string                        `json:"log_level,omitempty"`
+	UIDBase            int64                         `json:"uid_base,omitempty"`
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configPath := fs.String("config", "", "JSON config file (flags override it)")
+	listen := fs.String("listen", "127.0.0.1:7419", "address to serve the API on")
+	stateDir := fs.String("state-dir", defaultStateDir, "state directory (database, keys, sandboxes)")
+	maxSandboxes := fs.Int("max-sandboxes", 100, "most live sandboxes on this host (503 no_capacity past it)")
+	maxPerKey := fs.Int("max-sandboxes-per-key", 0, "most live sandboxes per API key, 0 = no per-key limit (429 past it)")
+	maxFile := fs.Int64("max-file-bytes", 100<<20, "largest file upload or download through the files API")
+	runtime := fs.String("runtime", "runc", "default OCI runtime: runc, crun, runsc, or a name from the config's runtimes")
+	agentBin := fs.String("agent-binary", "", "paddock-agent binary (default: next to paddockd)")
+	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		os.Exit(2)
+	}
+	cfg := Config{}
+	if *configPath != "" {
+		b, err := os.ReadFile(*configPath)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		dec := json.NewDecoder(bytesReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return fmt.Errorf("config %s: %w", *configPath, err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	pick := func(name string, flagVal, cfgVal string) string {
+		if set[name] || cfgVal == "" {
+			return flagVal
+		}
+		return cfgVal
+	}
+	pickInt := func(name string, flagVal, cfgVal int64) int64 {
+		if set[name] || cfgVal == 0 {
+			return flagVal
+		}
+		return cfgVal
+	}
+	cfg.Listen = pick("listen", *listen, cfg.Listen)
+	cfg.StateDir = pick("state-dir", *stateDir, cfg.StateDir)
+	cfg.Runtime = pick("runtime", *runtime, cfg.Runtime)
+	cfg.AgentBinary = pick("agent-binary", *agentBin, cfg.AgentBinary)
+	cfg.LogLevel = pick("log-level", *logLevel, cfg.LogLevel)
+	cfg.MaxSandboxes = int(pickInt("max-sandboxes", int64(*maxSandboxes), int64(cfg.MaxSandboxes)))
+	cfg.MaxSandboxesPerKey = int(pickInt("max-sandboxes-per-key", int64(*maxPerKey), int64(cfg.MaxSandboxesPerKey)))
+	cfg.MaxFileBytes = pickInt("max-file-bytes", *maxFile, cfg.MaxFileBytes)
+	cfg.DefaultTimeout = pickInt("default-timeout", *defTimeout, cfg.DefaultTimeout)
+	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
+	return run(cfg)
+}
+
+func run(cfg Config) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if os.Geteuid() != 0 {
+		return errors.New("paddockd must run as root (it creates namespaces, cgroups and mounts)")
+	}
+	if cfg.UIDBase < 65536 || cfg.UIDBase+int64(max(cfg.MaxSandboxes*2, 64))*65536 > 1<<32-1 {
+		return errors.New("--uid-base must be at least 65536 and leave room for 2*max-sandboxes ranges of 65536 below 2^32")
+	}
+	if cfg.MaxSandboxes < 1 {
+		return errors.New("--max-sandboxes must be at least 1")
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
+		return err
+	}
+	if err := container.SetSubreaper(); err != nil {
+		return fmt.Errorf("subreaper: %w", err)
+	}
+	self, _ := os.Executable()
+	if cfg.AgentBinary == "" {
+		cfg.AgentBinary = filepath.Join(filepath.Dir(self), "paddock-agent")
+	}
+	runtimes := map[string]string{}
+	for name, p := range cfg.Runtimes {
+		runtimes[name] = p
+	}
+	for _, name := range []string{"runc", "crun", "runsc"} {
+		if _, ok := runtimes[name]; ok {
+			continue
+		}
+		if p := filepath.Join(filepath.Dir(self), name); isExecutable(p) {
+			runtimes[name] = p
+		} else if p, err := exec.LookPath(name); err == nil {
+			runtimes[name] = p
+		}
+	}
+	if _, ok := runtimes[cfg.Runtime]; !ok {
+		return fmt.Errorf("runtime %q not found (build it with `make`, install it, or name its path in the config's runtimes)", cfg.Runtime)
+	}
+	b, err := container.New(container.Config{
+		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
+		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
+		UIDBase: uint32(cfg.UIDBase),
+	})
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	keys, err := store.OpenKeys(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	mcfg := manager.DefaultConfig()
+	mcfg.MaxSandboxes, mcfg.MaxPerKey = cfg.MaxSandboxes, cfg.MaxSandboxesPerKey
+	mcfg.DefaultTimeout = time.Duration(cfg.DefaultTimeout) * time.Second
+	if cfg.Defaults != nil {
+		mcfg.Defaults = *cfg.Defaults
+	}
+	mgr := manager.New(mcfg, st, b, log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := mgr.Recover(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version}, mgr, keys, log).HTTPServer(cfg.Listen)
+	reaperDone := make(chan struct{})
+	go func() { mgr.Run(ctx); close(reaperDone) }()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("paddockd serving", "url", "http://"+ln.Addr().String(), "state_dir", cfg.StateDir,
+		"runtime", cfg.Runtime, "templates", b.Templates(), "version", version)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down; sandboxes keep running and are re-adopted on the next start")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	<-reaperDone
+	return nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}

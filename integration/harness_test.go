@@ -1,0 +1,231 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/client"
+)
+
+var (
+	binDir = flag.String("paddock.bin", "", "directory holding paddockd, paddock-agent, paddock and runc (default ../bin)")
+	long   = flag.Bool("paddock.long", false, "run long variants")
+)
+
+// shared is the daemon most tests share.
+var shared *daemon
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *binDir == "" {
+		abs, _ := filepath.Abs("../bin")
+		*binDir = abs
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "integration tests need root")
+		os.Exit(1)
+	}
+	if _, err := os.Stat(filepath.Join(*binDir, "paddockd")); err != nil {
+		fmt.Fprintf(os.Stderr, "no paddockd in %s: run `make build` first\n", *binDir)
+		os.Exit(1)
+	}
+	d, err := startDaemon(daemonOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared = d
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- paddockd log (tail) ---\n%s\n", d.logTail(8000))
+	}
+	d.shutdown()
+	os.Exit(code)
+}
+
+type daemonOptions struct {
+	extraArgs []string
+	config    string // JSON config file contents
+	stateDir  string // reuse a state directory (restart tests)
+	listen    string
+}
+
+// daemon is one running paddockd.
+type daemon struct {
+	opts     daemonOptions
+	cmd      *exec.Cmd
+	url      string
+	stateDir string
+	keys     []string
+	log      *syncBuffer
+}
+
+func runtimeName() string {
+	if r := os.Getenv("PADDOCK_TEST_RUNTIME"); r != "" {
+		return r
+	}
+	return "runc"
+}
+
+func freePort() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startDaemon(opts daemonOptions) (*daemon, error) {
+	d := &daemon{opts: opts, stateDir: opts.stateDir, log: &syncBuffer{}}
+	if d.stateDir == "" {
+		dir, err := os.MkdirTemp("", "paddock-it-")
+		if err != nil {
+			return nil, err
+		}
+		d.stateDir = dir
+		for _, name := range []string{"alice", "bob"} {
+			out, err := exec.Command(filepath.Join(*binDir, "paddockd"), "keys", "create", "--state-dir", dir, "--name", name).Output()
+			if err != nil {
+				return nil, fmt.Errorf("keys create: %w", err)
+			}
+			d.keys = append(d.keys, strings.TrimSpace(string(out)))
+		}
+	}
+	if opts.listen == "" {
+		opts.listen = freePort()
+		d.opts.listen = opts.listen
+	}
+	if err := d.start(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *daemon) start() error {
+	args := []string{"serve", "--state-dir", d.stateDir, "--listen", d.opts.listen,
+		"--runtime", runtimeName(), "--log-level", "debug"}
+	if d.opts.config != "" {
+		p := filepath.Join(d.stateDir, "config.json")
+		if err := os.WriteFile(p, []byte(d.opts.config), 0o600); err != nil {
+			return err
+		}
+		args = append(args, "--config", p)
+	}
+	args = append(args, d.opts.extraArgs...)
+	d.cmd = exec.Command(filepath.Join(*binDir, "paddockd"), args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
+		return err
+	}
+	d.url = "http://" + d.opts.listen
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(d.url + "/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if d.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+	return fmt.Errorf("paddockd did not become healthy:\n%s", d.logTail(4000))
+}
+
+// client returns an SDK client for key i (0 = alice, 1 = bob).
+func (d *daemon) client(i int) *client.Client { return client.New(d.url, d.keys[i]) }
+
+// kill9 kills the daemon with SIGKILL, leaving its sandboxes behind.
+func (d *daemon) kill9() {
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	d.cmd.Wait()
+}
+
+// shutdown stops the daemon with SIGTERM, deletes every sandbox it still
+// runs by restarting cleanup through the API, and removes the state.
+func (d *daemon) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range d.keys {
+		c := d.client(i)
+		for sb, err := range c.All(ctx, client.ListOptions{}) {
+			if err != nil {
+				break
+			}
+			c.Sandbox(sb.ID).Close()
+		}
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.cmd.Wait()
+	os.RemoveAll(d.stateDir)
+}
+
+func (d *daemon) logTail(n int) string {
+	s := d.log.String()
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer for process output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newSandbox creates a sandbox on the shared daemon for key 0 and deletes
+// it when the test ends.
+func newSandbox(t testing.TB, req *api.CreateSandboxRequest) *client.Sandbox {
+	t.Helper()
+	return newSandboxOn(t, shared, 0, req)
+}
+
+func newSandboxOn(t testing.TB, d *daemon, key int, req *api.CreateSandboxRequest) *client.Sandbox {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb, err := d.client(key).Create(ctx, req)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// cgroupDirsOf lists the cgroup directories of sandbox id on the host.
+func cgroupDirsOf(id string) []string {
+	var out []string
+	for _, p := range []string{"/sys/fs/cgroup/paddock/" + id, "/sys/fs/cgroup/*/paddock/" + id} {
+		m, _ := filepath.Glob(p)
+		out = append(out, m...)
+	}
+	return out
+}
+
+// hostTraces counts what sandboxes of a state directory hold on the host:
+// cgroups, mounts under the state dir, processes whose root is under it,
+// and loop devices backed by files under it.
+type hostTraces struct {
+	Cgroups, Mounts, Processes, Loops int
+	Details                           []string
+}
+
+func (h hostTraces) zero() bool {
+	return h.Cgroups == 0 && h.Mounts == 0 && h.Processes == 0 && h.Loops == 0
+}
+
+func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
+	var h hostTraces
+	for _, id := range ids {
+		h.Cgroups += len(cgroupDirsOf(id))
+	}
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) > 4 && strings.HasPrefix(fs[4], stateDir+"/") {
+				h.Mounts++
+			}
+		}
+		f.Close()
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cg, _ := os.ReadFile(p + "/cgroup")
+		in := false
+		for _, id := range ids {
+			if strings.Contains(string(cg), "/paddock/"+id) {
+				in = true
+			}
+		}
+		if (in || uidInRange(p, uidLo, uidHi)) && !zombie(p) {
+			h.Processes++
+			cmd, _ := os.ReadFile(p + "/cmdline")
+			h.Details = append(h.Details, fmt.Sprintf("%s %q %s", p, cmd, strings.TrimSpace(string(cg))))
+		}
+	}
+	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, l := range loops {
+		if b, err := os.ReadFile(l); err == nil && strings.HasPrefix(string(b), stateDir+"/") {
+			h.Loops++
+		}
+	}
+	return h
+}
+
+// uidInRange reports whether the real uid of /proc/<pid> is in [lo, hi).
+func uidInRange(procDir string, lo, hi int) bool {
+	b, err := os.ReadFile(procDir + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			uid, err := strconv.Atoi(f[1])
+			return err == nil && uid >= lo && uid < hi
+		}
+	}
+	return false
+}
+
+// zombie reports whether /proc/<pid> has exited and awaits its parent.
+func zombie(procDir string) bool {
+	b, err := os.ReadFile(procDir + "/stat")
+	if err != nil {
+		return true // gone
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}

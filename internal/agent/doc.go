@@ -1,0 +1,26 @@
+// Package agent is the Paddock guest agent: the HTTP service that runs as
+// PID 1 inside every sandbox, and the client helper the daemon uses to reach
+// it over a unix socket.
+//
+// The agent serves the per-sandbox part of the REST API (api.Routes) without
+// the /v1/sandboxes/{id} prefix: GET /health, POST /exec, the /processes
+// routes and the /files routes, with the wire types of package api and the
+// same error bodies (api.ErrorResponse).
+//
+// Every command runs under a small shim: the agent re-executes its own
+// binary (Config.ShimPath) with the "shim" subcommand, which becomes a child
+// subreaper, starts the real command in its own process group and reports
+// the command's pid and exit status over an extra pipe (fd 3). On SIGTERM the
+// shim SIGKILLs every descendant it has, including processes that called
+// setsid or double-forked (they are reparented to the shim), and reports.
+// That is how timeouts, cancelled requests and SIGKILL kill requests end the
+// whole tree a command started.
+//
+// Output is captured per stream while streaming: at most max_output_bytes of
+// each stream is kept and delivered, the rest is read, counted and dropped,
+// so the agent's memory stays bounded whatever a program prints.
+//
+// As PID 1 (Config.Reaper) the agent reaps every child: one goroutine waits
+// for any child on SIGCHLD and hands the statuses of the shims it started to
+// their owners.
+package agent

@@ -1,0 +1,314 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"golang.org/x/sys/unix"
+)
+
+// sigKill is the signal that kills a command's whole tree.
+const sigKill = unix.SIGKILL
+
+// proc is one command started by the agent, in the foreground (exec) or
+// in the background (processes).
+type proc struct {
+	id        string
+	spec      *execSpec
+	startedAt time.Time
+	pid       int // the command
+	shimPid   int
+	out       *outputLog
+	done      chan struct{} // closed once the result is final
+	oomBefore int64
+
+	stdinMu sync.Mutex // serializes writes to stdin
+
+	mu       sync.Mutex
+	stdin    *os.File // nil once closed
+	exited   bool     // the shim reported the command's end
+	shimGone bool     // the shim was reaped; its pid may be reused
+	timedOut bool
+	killed   bool // a tree kill was requested
+	timer    *time.Timer
+}
+
+// startProc starts spec under a shim and registers it in the process table.
+// It returns once the command runs (or failed to start).
+func (s *Server) startProc(spec *execSpec) (*proc, error) {
+	id, err := s.procs.reserve()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.launch(id, spec)
+	s.procs.put(id, p)
+	return p, err
+}
+
+// launch starts the shim for spec with pipes for stdin, stdout, stderr and
+// the shim's status, and starts the goroutines that serve them.
+func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
+	var pipes [4][2]*os.File // stdin, stdout, stderr, status: read and write ends
+	closeAll := func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("pipe: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	childEnds := []*os.File{pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]}
+	fds := make([]uintptr, len(childEnds))
+	for i, f := range childEnds {
+		fds[i] = f.Fd() // also makes the child's ends blocking
+	}
+	oomBefore := oomKills()
+	startedAt := time.Now()
+	argv := append([]string{"paddock-agent"}, shimArgs(spec.path, spec.argv)...)
+	shimPid, shimExit, err := forkExec(s.reaper, s.cfg.ShimPath, argv, &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: fds})
+	for i, f := range childEnds {
+		f.Close()
+		if i == 0 {
+			pipes[i][0] = nil
+		} else {
+			pipes[i][1] = nil
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start shim %s: %w", s.cfg.ShimPath, err)
+	}
+	stdinW, stdoutR, stderrR, statusR := pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
+
+	dec := json.NewDecoder(statusR)
+	_ = statusR.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var first shimStatus
+	derr := dec.Decode(&first)
+	_ = statusR.SetReadDeadline(time.Time{})
+	if derr != nil || first.PID <= 0 {
+		closeAll()
+		if first.Error == "" {
+			_ = unix.Kill(shimPid, unix.SIGKILL)
+		}
+		<-shimExit
+		if first.Error != "" {
+			return nil, badRequest("%s", first.Error)
+		}
+		return nil, fmt.Errorf("shim did not start the command: %w", derr)
+	}
+
+	p := &proc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: shimPid, done: make(chan struct{}), oomBefore: oomBefore}
+	p.out = newOutputLog(spec.maxOutput, api.Event{Type: api.EventStart, ProcessID: id, PID: first.PID, Time: &startedAt})
+	var outputs sync.WaitGroup
+	outputs.Add(2)
+	go copyOutput(p.out, streamStdout, stdoutR, outputs.Done)
+	go copyOutput(p.out, streamStderr, stderrR, outputs.Done)
+	eof := make(chan struct{})
+	go func() { outputs.Wait(); close(eof) }()
+	if len(spec.stdin) > 0 || spec.keepStdin {
+		p.stdin = stdinW
+		p.stdinMu.Lock() // handed to feedStdin, so later writes queue behind it
+		go p.feedStdin(spec.stdin, !spec.keepStdin)
+		spec.stdin = nil // p keeps spec; the data need not live as long
+	} else {
+		stdinW.Close()
+	}
+	if spec.timeout > 0 {
+		p.timer = time.AfterFunc(spec.timeout, func() { _ = p.signal(sigKill, true) })
+	}
+	go s.waitProc(p, dec, statusR, shimExit, eof)
+	return p, nil
+}
+
+// waitProc waits for the shim's report, collects the output that follows
+// for up to 100 ms, and records the result.
+func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit <-chan exitStatus, eof <-chan struct{}) {
+	var st shimStatus
+	err := dec.Decode(&st)
+	ended := time.Now()
+	statusR.Close()
+	p.mu.Lock()
+	p.exited = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+	if err != nil || (st.ExitCode == nil && st.Signal == "") {
+		// The shim died (OOM killer?) without reporting: kill what it ran.
+		es := <-shimExit
+		shimExit = nil
+		p.mu.Lock()
+		p.shimGone = true
+		p.mu.Unlock()
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+		s.log.Warn("shim ended without a report", "process", p.id, "shim_status", int(es.ws), "err", err)
+		st = shimStatus{Signal: signalName(unix.SIGKILL)}
+	}
+	select {
+	case <-eof:
+	case <-time.After(100 * time.Millisecond):
+	}
+	res := api.ExecResult{ExitCode: st.ExitCode, DurationMS: ended.Sub(p.startedAt).Milliseconds()}
+	if st.Signal != "" {
+		res.Signal = &st.Signal
+	}
+	p.mu.Lock()
+	res.TimedOut = p.timedOut
+	killed := p.killed || p.timedOut
+	p.mu.Unlock()
+	res.OOMKilled = st.Signal == "SIGKILL" && !killed && oomKills() > p.oomBefore
+	p.out.finish(res, ended)
+	p.closeStdin()
+	close(p.done)
+	if shimExit != nil {
+		<-shimExit
+		p.mu.Lock()
+		p.shimGone = true
+		p.mu.Unlock()
+	}
+}
+
+// signal sends sig to the command. SIGKILL kills the whole tree through
+// the shim; timeout marks the kill as a timeout.
+func (p *proc) signal(sig unix.Signal, timeout bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return conflict("process %s has exited", p.id)
+	}
+	if sig != sigKill {
+		if err := unix.Kill(p.pid, sig); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("signal %d: %w", sig, err)
+		}
+		return nil
+	}
+	if timeout && !p.killed {
+		p.timedOut = true
+	}
+	p.killed = p.killed || !timeout
+	if p.shimGone {
+		return nil
+	}
+	return unix.Kill(p.shimPid, unix.SIGTERM)
+}
+
+// feedStdin writes the initial stdin and closes it unless it stays open.
+// The caller holds stdinMu; feedStdin releases it.
+func (p *proc) feedStdin(data []byte, closeAfter bool) {
+	defer p.stdinMu.Unlock()
+	p.mu.Lock()
+	f := p.stdin
+	p.mu.Unlock()
+	if f != nil && len(data) > 0 {
+		_, _ = f.Write(data) // fails once the process is gone
+	}
+	if closeAfter {
+		p.closeStdin()
+	}
+}
+
+// writeStdin writes data to the process's stdin and closes it after with
+// eof. A write blocked on a full pipe ends with ctx.
+func (p *proc) writeStdin(ctx context.Context, data []byte, eof bool) error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	p.mu.Lock()
+	f, exited := p.stdin, p.exited
+	p.mu.Unlock()
+	switch {
+	case exited:
+		return conflict("process %s has exited", p.id)
+	case f == nil:
+		return conflict("stdin of process %s is closed", p.id)
+	}
+	if len(data) > 0 {
+		_ = f.SetWriteDeadline(time.Time{})
+		stop := context.AfterFunc(ctx, func() { _ = f.SetWriteDeadline(time.Unix(1, 0)) })
+		_, err := f.Write(data)
+		stop()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, os.ErrClosed) || errors.Is(err, unix.EPIPE) {
+				return conflict("stdin of process %s is closed", p.id)
+			}
+			return fmt.Errorf("write stdin: %w", err)
+		}
+	}
+	if eof {
+		p.closeStdin()
+	}
+	return nil
+}
+
+func (p *proc) closeStdin() {
+	p.mu.Lock()
+	f := p.stdin
+	p.stdin = nil
+	p.mu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+}
+
+// finished reports whether the result is final.
+func (p *proc) finished() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// snapshot describes p; withOutput fills in the result's kept output.
+func (p *proc) snapshot(withOutput bool) api.Process {
+	ap := api.Process{
+		ID:        p.id,
+		PID:       p.pid,
+		Argv:      p.spec.reqArgv,
+		Command:   p.spec.command,
+		Cwd:       p.spec.dir,
+		State:     api.ProcessRunning,
+		StartedAt: p.startedAt.UTC(),
+	}
+	if res, ended := p.out.resultCopy(withOutput); res != nil {
+		ended = ended.UTC()
+		ap.State, ap.Result, ap.EndedAt = api.ProcessExited, res, &ended
+	}
+	return ap
+}
+
+// oomKills is the sandbox cgroup's OOM kill count (0 if unknown).
+func oomKills() int64 {
+	data, err := os.ReadFile("/sys/fs/cgroup/memory.events")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// shimStatusFD is the descriptor on which the shim reports to the agent.
+const shimStatusFD = 3
+
+// shimStatus is one line the shim writes to the agent: first {"pid":N}
+// once the command started (or {"error":...} if it could not start), then
+// {"exit_code":N} or {"signal":"SIGKILL"} once the command ended.
+type shimStatus struct {
+	PID      int    `json:"pid,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// shimArgs is the shim command line (after argv[0]) that runs argv from
+// the executable at path.
+func shimArgs(path string, argv []string) []string {
+	return append([]string{"shim", "--", path}, argv...)
+}
+
+// RunShim is the main of the shim subcommand (args follow "shim"):
+//
+//	shim [--status-fd 3] -- PATH ARGV0 [ARG...]
+//
+// It becomes a child subreaper, raises its OOM score, starts PATH with
+// ARGV in its own process group with the shim's stdio, cwd and environment,
+// and reports on the status fd. On SIGTERM, SIGINT or SIGHUP it SIGKILLs
+// every descendant before reporting. It exits once the command ended;
+// background processes the command left behind are then reparented.
+func RunShim(args []string) int {
+	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
+	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	rest := fs.Args()
+	if len(rest) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: paddock-agent shim [--status-fd N] -- PATH ARGV0 [ARG...]")
+		return 2
+	}
+	// The status pipe must not leak into the command.
+	unix.CloseOnExec(*statusFD)
+	status := os.NewFile(uintptr(*statusFD), "status")
+	enc := json.NewEncoder(status)
+
+	_ = os.WriteFile("/proc/self/comm", []byte("paddock-shim"), 0) // not "exe" in ps
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("500"), 0)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+
+	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		_ = enc.Encode(shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)})
+		return 127
+	}
+	_ = enc.Encode(shimStatus{PID: pid})
+
+	exited := make(chan unix.WaitStatus, 1)
+	go reapChildren(pid, exited)
+	var ws unix.WaitStatus
+	select {
+	case ws = <-exited:
+	case <-sigs:
+		killDescendants(os.Getpid(), pid)
+		select {
+		case ws = <-exited:
+		case <-time.After(5 * time.Second): // stuck in the kernel
+			ws = unix.WaitStatus(unix.SIGKILL)
+		}
+	}
+	_ = enc.Encode(statusOf(ws))
+	return 0
+}
+
+// statusOf turns a wait status into the shim's report.
+func statusOf(ws unix.WaitStatus) shimStatus {
+	if ws.Signaled() {
+		return shimStatus{Signal: signalName(ws.Signal())}
+	}
+	code := ws.ExitStatus()
+	return shimStatus{ExitCode: &code}
+}
+
+// signalName is "SIGKILL" for SIGKILL, or "SIG<n>" for unnamed signals.
+func signalName(sig unix.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return "SIG" + strconv.Itoa(int(sig))
+}
+
+// reapChildren waits for every child of the shim, the command and the
+// orphans reparented to it, and sends the command's status on exited. It
+// returns when the shim has no children left.
+func reapChildren(main int, exited chan<- unix.WaitStatus) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil { // ECHILD: none left, and none can appear
+			return
+		}
+		if pid == main {
+			exited <- ws
+		}
+	}
+}
+
+// killDescendants SIGKILLs the command's process group and then every
+// live descendant of self found in /proc, round after round, until none is
+// left or about two seconds passed. Orphans reparent to self (a subreaper)
+// while it runs, so processes that called setsid or double-forked are
+// found too.
+func killDescendants(self, main int) {
+	_ = unix.Kill(-main, unix.SIGKILL)
+	deadline := time.Now().Add(2 * time.Second)
+	for round := 0; round < 100; round++ {
+		pids := liveDescendants(self)
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Duration(min(round+1, 20)) * time.Millisecond)
+	}
+}
+
+// liveDescendants lists the descendants of root that are not zombies.
+func liveDescendants(root int) []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	children := make(map[int][]int)
+	zombie := make(map[int]bool)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		ppid, state, ok := readStat(pid)
+		if !ok {
+			continue
+		}
+		children[ppid] = append(children[ppid], pid)
+		zombie[pid] = state == 'Z'
+	}
+	var live []int
+	queue := children[root]
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if !zombie[pid] {
+			live = append(live, pid)
+		}
+		queue = append(queue, children[pid]...)
+	}
+	return live
+}
+
+// readStat returns the parent pid and state letter of pid.
+func readStat(pid int) (ppid int, state byte, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return 0, 0, false
+	}
+	f := bytes.Fields(data[i+2:])
+	if len(f) < 2 || len(f[0]) == 0 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(string(f[1]))
+	if err != nil {
+		return 0, 0, false
+	}
+	return ppid, f[0][0], true
+}

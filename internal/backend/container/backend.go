@@ -1,0 +1,467 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func validID(id string) bool { return idPattern.MatchString(id) }
+
+// Template configures a named template. Today every template derives from
+// the embedded "base" root; Runtime picks the OCI runtime for it.
+type Template struct {
+	Runtime string `json:"runtime,omitempty"`
+}
+
+// Config configures the backend.
+type Config struct {
+	// StateDir is the daemon's state directory; the backend uses its
+	// containers/, templates/ and runtime/ subdirectories.
+	StateDir string
+	// AgentBinary is the static paddock-agent to install in templates.
+	AgentBinary string
+	// Runtimes maps runtime names to binaries; DefaultRuntime must be one.
+	Runtimes       map[string]string
+	DefaultRuntime string
+	// Templates adds named templates besides "base".
+	Templates map[string]Template
+	// UIDBase is the first host uid mapped to a sandbox; sandbox n maps
+	// uid 0 to UIDBase + n*65536. MaxSlots bounds n.
+	UIDBase  uint32
+	MaxSlots int
+	Log      *slog.Logger
+}
+
+// Backend runs sandboxes as OCI containers. It is safe for concurrent use.
+type Backend struct {
+	cfg      Config
+	log      *slog.Logger
+	base     *baseTemplate
+	runtimes map[string]*ociRuntime
+	cgroupV1 bool
+	hasMemsw bool
+
+	mu    sync.Mutex
+	slots map[int]string // uid slot → sandbox id
+}
+
+// meta is persisted per sandbox so Destroy and recovery know what it used.
+type meta struct {
+	ID       string `json:"id"`
+	Slot     int    `json:"slot"`
+	UIDBase  uint32 `json:"uid_base"`
+	Template string `json:"template"`
+	Runtime  string `json:"runtime"`
+	Lower    string `json:"lower"`
+}
+
+// New prepares the state directories and the base template.
+func New(cfg Config) (*Backend, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.UIDBase == 0 {
+		cfg.UIDBase = 1 << 20
+	}
+	if cfg.MaxSlots <= 0 {
+		cfg.MaxSlots = 4096
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return nil, errors.New("mkfs.ext4 not found (install e2fsprogs)")
+	}
+	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "containers"), filepath.Join(cfg.StateDir, "runtime")} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return nil, err
+		}
+	}
+	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}}
+	for name, path := range cfg.Runtimes {
+		root := filepath.Join(cfg.StateDir, "runtime", name)
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, err
+		}
+		b.runtimes[name] = &ociRuntime{name: name, path: path, root: root, log: cfg.Log}
+	}
+	if _, ok := b.runtimes[cfg.DefaultRuntime]; !ok {
+		return nil, fmt.Errorf("default runtime %q not configured", cfg.DefaultRuntime)
+	}
+	for name, t := range cfg.Templates {
+		if t.Runtime != "" && b.runtimes[t.Runtime] == nil {
+			return nil, fmt.Errorf("template %q: runtime %q not configured", name, t.Runtime)
+		}
+	}
+	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	b.cgroupV1 = err != nil
+	_, err = os.Stat(filepath.Join(cgroupRoot, "memory", "memory.memsw.limit_in_bytes"))
+	b.hasMemsw = err == nil
+	base, err := buildBase(cfg.StateDir, cfg.AgentBinary)
+	if err != nil {
+		return nil, fmt.Errorf("base template: %w", err)
+	}
+	b.base = base
+	keep := map[string]bool{base.dir: true}
+	for _, id := range b.dirIDs() {
+		if m, err := b.readMeta(id); err == nil {
+			b.slots[m.Slot] = id
+			keep[m.Lower] = true
+		}
+	}
+	gcTemplates(cfg.StateDir, keep)
+	return b, nil
+}
+
+// Templates lists the template names this backend serves.
+func (b *Backend) Templates() []string {
+	out := []string{"base"}
+	for n := range b.cfg.Templates {
+		if n != "base" {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (b *Backend) dir(id string) string { return filepath.Join(b.cfg.StateDir, "containers", id) }
+
+func (b *Backend) socketPath(id string) string { return filepath.Join(b.dir(id), "agent.sock") }
+
+func (b *Backend) runtimeFor(template string) (*ociRuntime, error) {
+	if template == "base" {
+		if t, ok := b.cfg.Templates["base"]; ok && t.Runtime != "" {
+			return b.runtimes[t.Runtime], nil
+		}
+		return b.runtimes[b.cfg.DefaultRuntime], nil
+	}
+	t, ok := b.cfg.Templates[template]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", sandbox.ErrUnknownTemplate, template)
+	}
+	if t.Runtime == "" {
+		return b.runtimes[b.cfg.DefaultRuntime], nil
+	}
+	return b.runtimes[t.Runtime], nil
+}
+
+func (b *Backend) allocSlot(id string) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := 0; i < b.cfg.MaxSlots; i++ {
+		if _, used := b.slots[i]; !used {
+			b.slots[i] = id
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: all %d uid ranges in use", sandbox.ErrNoCapacity, b.cfg.MaxSlots)
+}
+
+func (b *Backend) freeSlot(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s, owner := range b.slots {
+		if owner == id {
+			delete(b.slots, s)
+		}
+	}
+}
+
+func (b *Backend) readMeta(id string) (*meta, error) {
+	data, err := os.ReadFile(filepath.Join(b.dir(id), "sandbox.json"))
+	if err != nil {
+		return nil, err
+	}
+	m := new(meta)
+	return m, json.Unmarshal(data, m)
+}
+
+// Create builds the sandbox's disk, root and spec, starts the agent and
+// waits until it answers. On failure everything is rolled back.
+func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.Info, retErr error) {
+	if !validID(spec.ID) {
+		return info, fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, spec.ID)
+	}
+	rt, err := b.runtimeFor(spec.Template)
+	if err != nil {
+		return info, err
+	}
+	slot, err := b.allocSlot(spec.ID)
+	if err != nil {
+		return info, err
+	}
+	dir := b.dir(spec.ID)
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		b.freeSlot(spec.ID)
+		return info, fmt.Errorf("sandbox dir: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := b.Destroy(dctx, spec.ID); err != nil {
+				b.log.Error("rollback failed", "sandbox", spec.ID, "err", err)
+			}
+		}
+	}()
+	m := meta{ID: spec.ID, Slot: slot, UIDBase: b.cfg.UIDBase + uint32(slot)*idRange,
+		Template: spec.Template, Runtime: rt.name, Lower: b.base.dir}
+	mb, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
+		return info, err
+	}
+	if err := makeDisk(filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk"), spec.Resources.DiskMiB); err != nil {
+		return info, fmt.Errorf("disk: %w", err)
+	}
+	upper, work := filepath.Join(dir, "disk", "upper"), filepath.Join(dir, "disk", "work")
+	if err := prepareUpper(upper, int(m.UIDBase)); err != nil {
+		return info, err
+	}
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return info, err
+	}
+	rootfs := filepath.Join(dir, "rootfs")
+	if err := mountOverlay(b.base.dir, upper, work, rootfs); err != nil {
+		return info, err
+	}
+	s, err := buildSpec(specParams{
+		ID: spec.ID, Rootfs: rootfs, HostMounts: b.base.mounts, UIDBase: m.UIDBase,
+		Resources: spec.Resources, Env: spec.Env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
+	})
+	if err != nil {
+		return info, err
+	}
+	sb, _ := json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
+		return info, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
+	if err != nil {
+		return info, fmt.Errorf("agent socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	lf, err := ln.File()
+	ln.Close()
+	if err != nil {
+		return info, err
+	}
+	err = rt.run(ctx, spec.ID, dir, lf)
+	lf.Close()
+	if err != nil {
+		return info, err
+	}
+	// The agent must survive the sandbox's own OOM kills; only the host can
+	// lower its score (a user namespace cannot).
+	if b, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
+		pid := strings.TrimSpace(string(b))
+		os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte("-998"), 0)
+		if n, err := strconv.Atoi(pid); err == nil {
+			go reap(n)
+		}
+	}
+	if err := b.waitReady(ctx, spec.ID); err != nil {
+		return info, err
+	}
+	return sandbox.Info{ID: spec.ID, Runtime: rt.name}, nil
+}
+
+// reap waits for a sandbox's init process once it has been reparented to
+// the daemon (a child subreaper, see SetSubreaper), so that killed
+// sandboxes never linger as zombies. Inits of sandboxes adopted after a
+// restart belong to the host's init instead.
+func reap(pid int) {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, 0, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// SetSubreaper makes the calling process the reaper of the sandboxes it
+// starts (the runtime exits after starting them). Call it once, early.
+func SetSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// prepareUpper creates the writable layer's root and the directories a
+// user expects to write to, owned by the sandbox's root.
+func prepareUpper(upper string, uid int) error {
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{
+		{"", 0o755}, {"workspace", 0o755}, {"root", 0o700}, {"tmp", os.ModeSticky | 0o777},
+		{"home", 0o755}, {"home/user", 0o755}, {"run", 0o755}, {"var", 0o755},
+		{"var/tmp", os.ModeSticky | 0o777}, {"opt", 0o755}, {"mnt", 0o755}, {"srv", 0o755},
+		{"etc", 0o755}, {"usr", 0o755}, {"var/cache", 0o755}, {"var/lib", 0o755}, {"var/log", 0o755},
+	} {
+		p := filepath.Join(upper, d.path)
+		if err := os.Mkdir(p, d.mode); err != nil && !os.IsExist(err) {
+			return err
+		}
+		owner := uid
+		if d.path == "home/user" {
+			owner = uid + 1000
+		}
+		if err := os.Chown(p, owner, owner); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, d.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady polls the agent's health endpoint until it answers.
+func (b *Backend) waitReady(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return b.Dial(ctx, id)
+		},
+		DisableKeepAlives: true,
+	}}
+	var lastErr error
+	for delay := time.Millisecond; ; delay = min(delay*2, 50*time.Millisecond) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://agent/health", nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("agent health: %s", resp.Status)
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("agent did not start: %w", lastErr)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// Dial connects to the sandbox's agent socket.
+func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
+	if !validID(id) {
+		return nil, sandbox.ErrNotFound
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", b.socketPath(id))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+// Alive reports whether the runtime still runs the sandbox.
+func (b *Backend) Alive(ctx context.Context, id string) (bool, error) {
+	m, err := b.readMeta(id)
+	if err != nil {
+		return false, nil
+	}
+	rt := b.runtimes[m.Runtime]
+	if rt == nil {
+		return false, fmt.Errorf("runtime %q not configured", m.Runtime)
+	}
+	st, err := rt.status(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return st == "running" || st == "paused", nil
+}
+
+// Destroy kills and removes everything the sandbox holds. Idempotent.
+func (b *Backend) Destroy(ctx context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, id)
+	}
+	var errs []error
+	rts := make([]*ociRuntime, 0, len(b.runtimes))
+	if m, err := b.readMeta(id); err == nil && b.runtimes[m.Runtime] != nil {
+		rts = append(rts, b.runtimes[m.Runtime])
+	} else {
+		for _, rt := range b.runtimes {
+			rts = append(rts, rt)
+		}
+	}
+	for _, rt := range rts {
+		if err := rt.delete(ctx, id); err != nil {
+			errs = append(errs, err)
+			os.RemoveAll(filepath.Join(rt.root, id))
+		}
+	}
+	killCgroups(id)
+	dir := b.dir(id)
+	if err := unmountAll(dir); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	detachLoops(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err)
+	}
+	b.freeSlot(id)
+	if len(errs) > 0 {
+		b.log.Warn("destroy: runtime errors (cleaned up by hand)", "sandbox", id, "err", errors.Join(errs...))
+	}
+	return nil
+}
+
+// List returns every sandbox id with a directory, runtime state or cgroup.
+func (b *Backend) List(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	for _, id := range b.dirIDs() {
+		seen[id] = true
+	}
+	for _, rt := range b.runtimes {
+		for _, id := range rt.ids() {
+			seen[id] = true
+		}
+	}
+	for _, id := range cgroupIDs() {
+		seen[id] = true
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (b *Backend) dirIDs() []string {
+	ents, _ := os.ReadDir(filepath.Join(b.cfg.StateDir, "containers"))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && validID(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package container
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupDirs returns every cgroup directory of sandbox id that exists, in
+// all v1 controllers and in the unified hierarchy.
+func cgroupDirs(id string) []string {
+	var out []string
+	for _, pattern := range []string{
+		filepath.Join(cgroupRoot, "paddock", id),
+		filepath.Join(cgroupRoot, "*", "paddock", id),
+	} {
+		m, _ := filepath.Glob(pattern)
+		out = append(out, m...)
+	}
+	return out
+}
+
+// cgroupIDs lists sandbox ids that have a cgroup anywhere.
+func cgroupIDs() []string {
+	seen := map[string]bool{}
+	for _, pattern := range []string{
+		filepath.Join(cgroupRoot, "paddock", "*"),
+		filepath.Join(cgroupRoot, "*", "paddock", "*"),
+	} {
+		m, _ := filepath.Glob(pattern)
+		for _, p := range m {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() && validID(filepath.Base(p)) {
+				seen[filepath.Base(p)] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	return out
+}
+
+// killCgroups SIGKILLs every process left in the sandbox's cgroups and
+// removes them, deepest first. It is the backstop when the runtime's own
+// state is gone.
+func killCgroups(id string) {
+	dirs := cgroupDirs(id)
+	for round := 0; round < 50; round++ {
+		alive := false
+		for _, d := range dirs {
+			filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
+				if err != nil || !fi.IsDir() {
+					return nil
+				}
+				b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+				if err != nil {
+					return nil
+				}
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+						syscall.Kill(pid, syscall.SIGKILL)
+						alive = true
+					}
+				}
+				return nil
+			})
+		}
+		if !alive {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, d := range dirs {
+		var sub []string
+		filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.IsDir() {
+				sub = append(sub, p)
+			}
+			return nil
+		})
+		for i := len(sub) - 1; i >= 0; i-- {
+			for try := 0; try < 20; try++ {
+				if err := os.Remove(sub[i]); err == nil || os.IsNotExist(err) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package container
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// makeDisk creates a sparse ext4 image of sizeMiB at img and mounts it at
+// mnt through a loop device that detaches itself on unmount.
+func makeDisk(img, mnt string, sizeMiB int64) error {
+	f, err := os.OpenFile(img, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(sizeMiB << 20); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", img).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if err := os.MkdirAll(mnt, 0o700); err != nil {
+		return err
+	}
+	return loopMount(img, mnt)
+}
+
+// loopMount attaches img to a free loop device with autoclear and mounts it.
+func loopMount(img, mnt string) error {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("loop-control: %w", err)
+	}
+	defer ctl.Close()
+	backing, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer backing.Close()
+	for attempt := 0; attempt < 20; attempt++ {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return fmt.Errorf("loop get free: %w", err)
+		}
+		dev := fmt.Sprintf("/dev/loop%d", n)
+		lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				unix.Mknod(dev, unix.S_IFBLK|0o660, int(unix.Mkdev(7, uint32(n))))
+				lf, err = os.OpenFile(dev, os.O_RDWR, 0)
+			}
+			if err != nil {
+				return fmt.Errorf("open %s: %w", dev, err)
+			}
+		}
+		cfg := unix.LoopConfig{Fd: uint32(backing.Fd())}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+		copy(cfg.Info.File_name[:], img)
+		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
+		if errors.Is(err, unix.EBUSY) {
+			lf.Close() // another process took it first
+			continue
+		}
+		if err != nil {
+			lf.Close()
+			return fmt.Errorf("loop configure: %w", err)
+		}
+		err = unix.Mount(dev, mnt, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "discard")
+		if err != nil {
+			unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+		}
+		lf.Close() // autoclear detaches once unmounted
+		if err != nil {
+			return fmt.Errorf("mount disk: %w", err)
+		}
+		return nil
+	}
+	return errors.New("no free loop device")
+}
+
+// mountOverlay mounts the sandbox root: the template read-only below, the
+// sandbox's disk above.
+func mountOverlay(lower, upper, work, target string) error {
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
+	if err := unix.Mount("overlay", target, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mount overlay: %w", err)
+	}
+	return nil
+}
+
+// unmountAll unmounts every mount point at or below dir, deepest first.
+func unmountAll(dir string) error {
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := unmount(mounts[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func unmount(p string) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		err = unix.Unmount(p, 0)
+		if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Last resort: detach lazily so the state can still be removed.
+	if err2 := unix.Unmount(p, unix.MNT_DETACH); err2 == nil {
+		return nil
+	}
+	return fmt.Errorf("unmount %s: %w", p, err)
+}
+
+// mountsUnder lists mount points at or below dir in mount order.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dir = filepath.Clean(dir)
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes the octal escapes of /proc/self/mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// detachLoops detaches loop devices whose backing file is under dir (left
+// behind when a crash hit between attach and mount).
+func detachLoops(dir string) {
+	ents, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, bf := range ents {
+		b, err := os.ReadFile(bf)
+		if err != nil {
+			continue
+		}
+		p := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+		if !strings.HasPrefix(p, dir+"/") {
+			continue
+		}
+		name := filepath.Base(filepath.Dir(filepath.Dir(bf)))
+		if lf, err := os.OpenFile("/dev/"+name, os.O_RDWR, 0); err == nil {
+			unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
+			lf.Close()
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package container
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ociRuntime drives one OCI runtime binary through its command line, the
+// way containerd and CRI-O do. runc, crun and runsc share these commands.
+type ociRuntime struct {
+	name string // "runc", "crun", ...
+	path string // the binary
+	root string // its state directory
+	log  *slog.Logger
+}
+
+func (r *ociRuntime) base(bundle string) []string {
+	args := []string{"--root", r.root}
+	if bundle != "" {
+		args = append(args, "--log", filepath.Join(bundle, "runtime.log"), "--log-format", "json")
+	}
+	return args
+}
+
+// run creates and starts the container detached, handing it listener as
+// fd 3. The container's stdout and stderr go to a pipe whose output (at
+// most 64 KiB) is logged; after a daemon restart the pipe is simply gone.
+func (r *ociRuntime) run(ctx context.Context, id, bundle string, listener *os.File) error {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	args := append(r.base(bundle), "run", "--detach",
+		"--pid-file", filepath.Join(bundle, "init.pid"),
+		"--preserve-fds", "1", "--bundle", bundle, id)
+	cmd := exec.CommandContext(ctx, r.path, args...)
+	cmd.ExtraFiles = []*os.File{listener}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Dir = bundle
+	err = cmd.Run()
+	pw.Close()
+	go r.drain(id, pr)
+	if err != nil {
+		return fmt.Errorf("%s run: %v: %s", r.name, err, r.lastError(bundle))
+	}
+	return nil
+}
+
+// drain logs what the agent writes to stdout/stderr, bounded.
+func (r *ociRuntime) drain(id string, pr *os.File) {
+	defer pr.Close()
+	sc := bufio.NewScanner(io.LimitReader(pr, 64<<10))
+	sc.Buffer(make([]byte, 4096), 4096)
+	for sc.Scan() {
+		r.log.Debug("agent", "sandbox", id, "line", sc.Text())
+	}
+	io.Copy(io.Discard, pr)
+}
+
+// lastError returns the last error message in the runtime's log file.
+func (r *ociRuntime) lastError(bundle string) string {
+	f, err := os.Open(filepath.Join(bundle, "runtime.log"))
+	if err != nil {
+		return "no runtime log"
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		var e struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if json.Unmarshal(lines[i], &e) == nil && (e.Level == "error" || e.Level == "fatal") {
+			return e.Msg
+		}
+	}
+	if len(lines) > 0 {
+		return string(lines[len(lines)-1])
+	}
+	return "no error logged"
+}
+
+// delete kills and removes the container; a missing container is fine.
+func (r *ociRuntime) delete(ctx context.Context, id string) error {
+	out, err := exec.CommandContext(ctx, r.path, append(r.base(""), "delete", "--force", id)...).CombinedOutput()
+	if err != nil {
+		msg := string(out)
+		if strings.Contains(msg, "does not exist") || strings.Contains(msg, "not found") ||
+			strings.Contains(msg, "No such file") {
+			return nil
+		}
+		if _, statErr := os.Stat(filepath.Join(r.root, id)); errors.Is(statErr, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("%s delete: %v: %s", r.name, err, strings.TrimSpace(msg))
+	}
+	return nil
+}
+
+// status returns the runtime's view of the container ("running", "stopped",
+// "created", "paused") or "" if it does not know it.
+func (r *ociRuntime) status(ctx context.Context, id string) (string, error) {
+	out, err := exec.CommandContext(ctx, r.path, append(r.base(""), "state", id)...).Output()
+	if err != nil {
+		if _, statErr := os.Stat(filepath.Join(r.root, id)); errors.Is(statErr, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("%s state: %w", r.name, err)
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return "", fmt.Errorf("%s state: %w", r.name, err)
+	}
+	return st.Status, nil
+}
+
+// ids lists the containers in the runtime's state directory.
+func (r *ociRuntime) ids() []string {
+	ents, _ := os.ReadDir(r.root)
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && validID(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

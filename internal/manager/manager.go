@@ -1,0 +1,264 @@
+// Package manager owns the lifecycle of sandboxes: it validates and admits
+// create requests, drives the backend, persists every state change in the
+// store before acting on it, enforces leases with a reaper that works from
+// persisted state (so no sandbox outlives expires_at, even across
+// restarts), and on start recovers from a crash by re-adopting live
+// sandboxes and destroying everything else the backend finds.
+package manager
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
+)
+
+// Config holds the manager's defaults and limits.
+type Config struct {
+	Defaults sandbox.Resources
+	Max      sandbox.Resources
+	// DefaultTimeout and MaxTimeout bound a sandbox's lease.
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	// MaxSandboxes bounds live sandboxes on this host (503 past it);
+	// MaxPerKey bounds them per API key (429 past it).
+	MaxSandboxes int
+	MaxPerKey    int
+	// RetainEnded is how long records of ended sandboxes stay visible.
+	RetainEnded time.Duration
+	// ReapInterval is how often leases are checked; LivenessInterval how
+	// often the backend is asked whether running sandboxes are alive.
+	ReapInterval     time.Duration
+	LivenessInterval time.Duration
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Defaults:         sandbox.Resources{VCPUs: 1, MemoryMiB: 512, DiskMiB: 1024, PIDs: 256},
+		Max:              sandbox.Resources{VCPUs: 8, MemoryMiB: 16384, DiskMiB: 65536, PIDs: 32768},
+		DefaultTimeout:   300 * time.Second,
+		MaxTimeout:       24 * time.Hour,
+		MaxSandboxes:     100,
+		RetainEnded:      10 * time.Minute,
+		ReapInterval:     time.Second,
+		LivenessInterval: 5 * time.Second,
+	}
+}
+
+// Manager is the sandbox lifecycle. It is safe for concurrent use.
+type Manager struct {
+	cfg     Config
+	store   *store.Store
+	backend sandbox.Backend
+	log     *slog.Logger
+	agent   *http.Client
+
+	mu      sync.Mutex
+	live    map[string]string // live sandbox id → owner
+	idLocks map[string]*sync.Mutex
+}
+
+// New returns a manager. Call Recover before serving and Run to reap.
+func New(cfg Config, st *store.Store, b sandbox.Backend, log *slog.Logger) *Manager {
+	m := &Manager{cfg: cfg, store: st, backend: b, log: log,
+		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+	m.agent = &http.Client{Transport: &http.Transport{
+		// The URL host is the sandbox id; the backend knows its socket.
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			return b.Dial(ctx, host)
+		},
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        30 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		DisableCompression:     true,
+	}}
+	return m
+}
+
+// AgentClient is the HTTP client whose requests to http://<sandbox-id>/...
+// reach that sandbox's guest agent.
+func (m *Manager) AgentClient() *http.Client { return m.agent }
+
+// lockID serializes lifecycle operations on one sandbox.
+func (m *Manager) lockID(id string) func() {
+	m.mu.Lock()
+	l, ok := m.idLocks[id]
+	if !ok {
+		l = new(sync.Mutex)
+		m.idLocks[id] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func newID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "sb" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// Create validates req, admits it against the limits, and creates the
+// sandbox. The record is persisted as creating before the backend runs, so
+// a crash mid-create is cleaned up by Recover.
+func (m *Manager) Create(ctx context.Context, owner string, req api.CreateSandboxRequest) (*store.Record, error) {
+	rec, err := m.validate(req)
+	if err != nil {
+		return nil, err
+	}
+	rec.ID, rec.Owner, rec.State = newID(), owner, sandbox.Creating
+	if err := m.admit(rec.ID, owner); err != nil {
+		return nil, err
+	}
+	unlock := m.lockID(rec.ID)
+	defer unlock()
+	if err := m.store.Put(rec); err != nil {
+		m.release(rec.ID)
+		return nil, fmt.Errorf("persist: %w", err)
+	}
+	start := time.Now()
+	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: rec.Template, Resources: rec.Resources, Env: rec.Env})
+	if err != nil {
+		m.release(rec.ID)
+		m.end(rec.ID, sandbox.Terminated, "failed: "+err.Error())
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	now := time.Now().UTC()
+	timeout := rec.ExpiresAt.Sub(rec.CreatedAt)
+	rec, err = m.store.Update(rec.ID, func(r *store.Record) error {
+		r.State, r.Runtime = sandbox.Running, info.Runtime
+		r.ExpiresAt = now.Add(timeout)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("persist: %w", err)
+	}
+	m.log.Info("sandbox created", "sandbox", rec.ID, "owner", owner, "template", rec.Template,
+		"runtime", info.Runtime, "ms", time.Since(start).Milliseconds())
+	return rec, nil
+}
+
+// admit reserves a live slot for id or reports why it cannot.
+func (m *Manager) admit(id, owner string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.live) >= m.cfg.MaxSandboxes {
+		return fmt.Errorf("%w: %d sandboxes running (--max-sandboxes)", sandbox.ErrNoCapacity, len(m.live))
+	}
+	if m.cfg.MaxPerKey > 0 {
+		n := 0
+		for _, o := range m.live {
+			if o == owner {
+				n++
+			}
+		}
+		if n >= m.cfg.MaxPerKey {
+			return fmt.Errorf("%w: this key has %d sandboxes running (--max-sandboxes-per-key)", sandbox.ErrLimit, n)
+		}
+	}
+	m.live[id] = owner
+	return nil
+}
+
+func (m *Manager) release(id string) {
+	m.mu.Lock()
+	delete(m.live, id)
+	m.mu.Unlock()
+}
+
+// end records that a sandbox stopped or was terminated.
+func (m *Manager) end(id string, state sandbox.State, reason string) {
+	now := time.Now().UTC()
+	_, err := m.store.Update(id, func(r *store.Record) error {
+		r.State, r.Reason, r.EndedAt = state, reason, &now
+		return nil
+	})
+	if err != nil {
+		m.log.Error("persist end", "sandbox", id, "err", err)
+	}
+}
+
+// Get returns owner's sandbox id.
+func (m *Manager) Get(owner, id string) (*store.Record, error) {
+	r, err := m.store.Get(id)
+	if err != nil || r.Owner != owner {
+		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Running returns owner's sandbox id if it is running, for exec and files.
+func (m *Manager) Running(owner, id string) (*store.Record, error) {
+	r, err := m.Get(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.State != sandbox.Running {
+		return nil, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, r.State)
+	}
+	return r, nil
+}
+
+// Delete terminates owner's sandbox id. Deleting an ended sandbox is a
+// no-op.
+func (m *Manager) Delete(ctx context.Context, owner, id string) error {
+	if _, err := m.Get(owner, id); err != nil {
+		return err
+	}
+	return m.terminate(ctx, id, sandbox.Terminated, "deleted")
+}
+
+// terminate destroys a live sandbox and records the final state.
+func (m *Manager) terminate(ctx context.Context, id string, state sandbox.State, reason string) error {
+	unlock := m.lockID(id)
+	defer unlock()
+	r, err := m.store.Get(id)
+	if err != nil {
+		return err
+	}
+	if !r.State.Live() {
+		return nil
+	}
+	if err := m.backend.Destroy(ctx, id); err != nil {
+		return fmt.Errorf("destroy %s: %w", id, err)
+	}
+	m.release(id)
+	m.end(id, state, reason)
+	m.log.Info("sandbox ended", "sandbox", id, "state", state, "reason", reason)
+	return nil
+}
+
+// SetTimeout moves owner's sandbox's expiry to now+d.
+func (m *Manager) SetTimeout(owner, id string, seconds int64) (*store.Record, error) {
+	d, err := m.timeout(seconds)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Running(owner, id); err != nil {
+		return nil, err
+	}
+	unlock := m.lockID(id)
+	defer unlock()
+	return m.store.Update(id, func(r *store.Record) error {
+		if r.State != sandbox.Running {
+			return fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, r.State)
+		}
+		r.ExpiresAt = time.Now().UTC().Add(d)
+		return nil
+	})
+}

@@ -1,0 +1,198 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
+)
+
+// Recover reconciles the store with what the backend finds on the host
+// after a (possibly unclean) stop: live, unexpired sandboxes are
+// re-adopted; everything else is destroyed and recorded as ended. It runs
+// before the API serves.
+func (m *Manager) Recover(ctx context.Context) error {
+	recs, err := m.store.All()
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	onHost, err := m.backend.List(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	adopted := map[string]bool{}
+	now := time.Now()
+	for _, r := range recs {
+		switch {
+		case r.State == sandbox.Creating:
+			m.destroy(ctx, r.ID, sandbox.Terminated, "failed: daemon stopped during create")
+		case r.State.Live() && !now.Before(r.ExpiresAt):
+			m.destroy(ctx, r.ID, sandbox.Terminated, "expired")
+		case r.State.Live():
+			alive, err := m.backend.Alive(ctx, r.ID)
+			if err != nil || !alive {
+				m.destroy(ctx, r.ID, sandbox.Stopped, "exited while the daemon was down")
+				continue
+			}
+			m.mu.Lock()
+			m.live[r.ID] = r.Owner
+			m.mu.Unlock()
+			adopted[r.ID] = true
+			m.log.Info("re-adopted sandbox", "sandbox", r.ID, "expires_at", r.ExpiresAt)
+		}
+	}
+	for _, id := range onHost {
+		if !adopted[id] {
+			m.log.Warn("cleaning up orphaned sandbox", "sandbox", id)
+			if err := m.backend.Destroy(ctx, id); err != nil {
+				m.log.Error("cleanup", "sandbox", id, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// destroy tears down a sandbox's host resources and records the outcome.
+func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, reason string) {
+	if err := m.backend.Destroy(ctx, id); err != nil {
+		m.log.Error("destroy", "sandbox", id, "err", err)
+		return
+	}
+	m.release(id)
+	m.end(id, state, reason)
+	m.log.Info("sandbox ended", "sandbox", id, "state", state, "reason", reason)
+}
+
+// Run reaps until ctx ends: expired leases are terminated, dead sandboxes
+// are marked stopped and cleaned up, and old records are pruned. It works
+// from the store, not from timers, so a restart loses nothing.
+func (m *Manager) Run(ctx context.Context) {
+	tick := time.NewTicker(m.cfg.ReapInterval)
+	defer tick.Stop()
+	var lastLiveness time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		checkLive := time.Since(lastLiveness) >= m.cfg.LivenessInterval
+		if checkLive {
+			lastLiveness = time.Now()
+		}
+		m.reapOnce(ctx, checkLive)
+	}
+}
+
+// reapOnce runs one reaper pass.
+func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
+	recs, err := m.store.All()
+	if err != nil {
+		m.log.Error("reaper: read store", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, r := range recs {
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case r.State == sandbox.Running && !now.Before(r.ExpiresAt):
+			if err := m.terminate(ctx, r.ID, sandbox.Terminated, "expired"); err != nil {
+				m.log.Error("reaper: expire", "sandbox", r.ID, "err", err)
+			}
+		case r.State == sandbox.Running && checkLive:
+			if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
+				if err := m.terminate(ctx, r.ID, sandbox.Stopped, "exited"); err != nil {
+					m.log.Error("reaper: stop", "sandbox", r.ID, "err", err)
+				}
+			}
+		case !r.State.Live() && r.EndedAt != nil && now.Sub(*r.EndedAt) > m.cfg.RetainEnded:
+			m.store.Delete(r.ID)
+			m.mu.Lock()
+			delete(m.idLocks, r.ID)
+			m.mu.Unlock()
+		}
+	}
+}
+
+// Filter selects sandboxes in List.
+type Filter struct {
+	// State is a state name, "all", or empty for all but terminated ones.
+	State    string
+	Metadata map[string]string
+	Limit    int
+	Cursor   string
+}
+
+// List returns owner's sandboxes matching f, oldest first, and the cursor
+// of the next page ("" on the last page). A cursor names the creation
+// time and id of the last sandbox returned.
+func (m *Manager) List(owner string, f Filter) ([]*store.Record, string, error) {
+	recs, err := m.store.All()
+	if err != nil {
+		return nil, "", err
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	var afterNano int64
+	var afterID string
+	if f.Cursor != "" {
+		ns, id, ok := strings.Cut(f.Cursor, ".")
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if !ok || err != nil {
+			return nil, "", fmt.Errorf("%w: bad cursor", sandbox.ErrInvalid)
+		}
+		afterNano, afterID = n, id
+	}
+	var out []*store.Record
+	for _, r := range recs {
+		if f.Cursor != "" {
+			n := r.CreatedAt.UnixNano()
+			if n < afterNano || (n == afterNano && r.ID <= afterID) {
+				continue
+			}
+		}
+		if r.Owner != owner {
+			continue
+		}
+		switch f.State {
+		case "":
+			if r.State == sandbox.Terminated {
+				continue
+			}
+		case "all":
+		default:
+			if string(r.State) != f.State {
+				continue
+			}
+		}
+		match := true
+		for k, v := range f.Metadata {
+			if r.Metadata[k] != v {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		if len(out) == f.Limit {
+			last := out[len(out)-1]
+			return out, fmt.Sprintf("%d.%s", last.CreatedAt.UnixNano(), last.ID), nil
+		}
+		out = append(out, r)
+	}
+	return out, "", nil
+}
+
+// States lists the valid state filters.
+func States() []string {
+	return slices.Clone([]string{"creating", "running", "paused", "stopped", "terminated", "all"})
+}

@@ -1,0 +1,85 @@
+// Package sandbox holds Paddock's domain types: a sandbox's specification,
+// its states, the error classes every layer shares, and the Backend
+// interface that isolation implementations (the OCI container backend today)
+// satisfy. It does no I/O.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net"
+)
+
+// State is the lifecycle state of a sandbox.
+type State string
+
+// States: creating → running → stopped/terminated. Paused is reserved for
+// backends that can freeze a sandbox.
+const (
+	Creating   State = "creating"
+	Running    State = "running"
+	Paused     State = "paused"
+	Stopped    State = "stopped"
+	Terminated State = "terminated"
+)
+
+// Live reports whether a sandbox in state s still holds host resources.
+func (s State) Live() bool { return s == Creating || s == Running || s == Paused }
+
+// Resources are the limits of one sandbox.
+type Resources struct {
+	VCPUs     float64 `json:"vcpus"`
+	MemoryMiB int64   `json:"memory_mib"`
+	DiskMiB   int64   `json:"disk_mib"`
+	PIDs      int64   `json:"pids"`
+}
+
+// Spec is everything a backend needs to create a sandbox.
+type Spec struct {
+	ID        string
+	Template  string
+	Resources Resources
+	// Env is added to the environment of every process in the sandbox.
+	Env map[string]string
+}
+
+// Info is what a backend reports about a sandbox it created.
+type Info struct {
+	ID string
+	// Runtime names the OCI runtime (or other mechanism) running it.
+	Runtime string
+}
+
+// Backend creates and destroys isolated sandboxes and connects to the guest
+// agent inside them. Implementations must be safe for concurrent use.
+type Backend interface {
+	// Create builds and starts a sandbox; when it fails it leaves nothing
+	// behind.
+	Create(ctx context.Context, spec Spec) (Info, error)
+	// Destroy kills every process of the sandbox and removes everything it
+	// held on the host. It is idempotent and also cleans up partial state.
+	Destroy(ctx context.Context, id string) error
+	// Alive reports whether the sandbox's processes are still running.
+	Alive(ctx context.Context, id string) (bool, error)
+	// Dial connects to the guest agent of a running sandbox.
+	Dial(ctx context.Context, id string) (net.Conn, error)
+	// List returns the ids of every sandbox the backend finds traces of on
+	// the host (live or not), so that recovery can adopt or clean them.
+	List(ctx context.Context) ([]string, error)
+	// Templates lists the template names the backend can create.
+	Templates() []string
+}
+
+// Error classes. Layers wrap them with %w; the HTTP server maps them to
+// status codes in one place.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrInvalid         = errors.New("invalid request")
+	ErrConflict        = errors.New("wrong state")
+	ErrTooLarge        = errors.New("too large")
+	ErrUnknownTemplate = errors.New("unknown template")
+	ErrLimit           = errors.New("limit exceeded")
+	ErrNoCapacity      = errors.New("no capacity")
+	ErrUnavailable     = errors.New("sandbox agent unavailable")
+	ErrUnauthorized    = errors.New("unauthorized")
+)

@@ -1,0 +1,168 @@
+// Package store is Paddock's crash-safe persistent state: sandbox records
+// in an embedded bbolt database, and API keys as one small file each so that
+// `paddockd keys create` works while the daemon holds the database lock.
+//
+// Schema (bbolt file <state-dir>/paddock.db):
+//
+//	bucket "meta"       key "schema"  → "1"
+//	bucket "sandboxes"  key <id>      → JSON Record
+//
+// API keys (<state-dir>/keys/<key-id>.json, mode 0600) hold a KeyRecord:
+// the SHA-256 of the secret, never the secret itself. Every write is a
+// bbolt transaction (fsynced) or a temp-file-then-rename, so a crash leaves
+// either the old or the new value.
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	bolt "go.etcd.io/bbolt"
+)
+
+const schemaVersion = "1"
+
+var (
+	bucketMeta      = []byte("meta")
+	bucketSandboxes = []byte("sandboxes")
+)
+
+// Record is the persisted state of one sandbox.
+type Record struct {
+	ID        string            `json:"id"`
+	Owner     string            `json:"owner"`
+	Template  string            `json:"template"`
+	Runtime   string            `json:"runtime,omitempty"`
+	State     sandbox.State     `json:"state"`
+	CreatedAt time.Time         `json:"created_at"`
+	ExpiresAt time.Time         `json:"expires_at"`
+	EndedAt   *time.Time        `json:"ended_at,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Resources sandbox.Resources `json:"resources"`
+	Env       map[string]string `json:"env,omitempty"`
+}
+
+// Store is the sandbox database. It is safe for concurrent use.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string) (*Store, error) {
+	db, err := bolt.Open(filepath.Join(dir, "paddock.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open store: %s is locked by another paddockd", dir)
+		}
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get([]byte("schema")); v != nil && string(v) != schemaVersion {
+			return fmt.Errorf("unsupported schema version %q", v)
+		}
+		if err := meta.Put([]byte("schema"), []byte(schemaVersion)); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketSandboxes)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("init store: %w", err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Put writes r, replacing any record with the same id.
+func (s *Store) Put(r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).Put([]byte(r.ID), b)
+	})
+}
+
+// Get returns the record with id or sandbox.ErrNotFound.
+func (s *Store) Get(id string) (*Record, error) {
+	var r *Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSandboxes).Get([]byte(id))
+		if v == nil {
+			return sandbox.ErrNotFound
+		}
+		r = new(Record)
+		return json.Unmarshal(v, r)
+	})
+	return r, err
+}
+
+// Update applies fn to the record with id inside one transaction.
+func (s *Store) Update(id string, fn func(*Record) error) (*Record, error) {
+	var r Record
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSandboxes)
+		v := b.Get([]byte(id))
+		if v == nil {
+			return sandbox.ErrNotFound
+		}
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+		nb, err := json.Marshal(&r)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), nb)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Delete removes the record with id; a missing record is not an error.
+func (s *Store) Delete(id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).Delete([]byte(id))
+	})
+}
+
+// All returns every record, oldest first (then by id).
+func (s *Store) All() ([]*Record, error) {
+	var out []*Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
+			r := new(Record)
+			if err := json.Unmarshal(v, r); err != nil {
+				return fmt.Errorf("record %s: %w", k, err)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}

@@ -411,6 +411,7 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 			rts = append(rts, rt)
 		}
 	}
+	killInit(id, filepath.Join(b.dir(id), "init.pid"))
 	for _, rt := range rts {
 		if err := rt.delete(ctx, id); err != nil {
 			errs = append(errs, err)

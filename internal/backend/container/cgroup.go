@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -92,5 +94,48 @@ func killCgroups(id string) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
+	}
+}
+
+// killInit SIGKILLs the sandbox's init (the agent, PID 1 of its pid
+// namespace, so the kernel kills every other process in it too) and waits
+// up to a second for the sandbox's cgroup to empty. It is much faster than
+// the runtime's own forced delete, which polls every 100 ms. The pid is
+// checked through a pidfd against the sandbox's cgroup, so a recycled pid
+// is never signalled.
+func killInit(id, pidFile string) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	cg, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil || !strings.Contains(string(cg), "/paddock/"+id) {
+		return
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		return
+	}
+	procs := ""
+	for _, d := range cgroupDirs(id) {
+		if p := filepath.Join(d, "cgroup.procs"); strings.Contains(d, "/pids/") || procs == "" {
+			procs = p
+		}
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(procs)
+		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

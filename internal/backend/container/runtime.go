@@ -92,7 +92,12 @@ func (r *ociRuntime) lastError(bundle string) string {
 }
 
 // delete kills and removes the container; a missing container is fine.
+// A plain delete of an already-killed container comes first: runc's
+// forced delete polls every 100 ms.
 func (r *ociRuntime) delete(ctx context.Context, id string) error {
+	if exec.CommandContext(ctx, r.path, append(r.base(""), "delete", id)...).Run() == nil {
+		return nil
+	}
 	out, err := exec.CommandContext(ctx, r.path, append(r.base(""), "delete", "--force", id)...).CombinedOutput()
 	if err != nil {
 		msg := string(out)

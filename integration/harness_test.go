@@ -42,7 +42,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "no paddockd in %s: run `make build` first\n", *binDir)
 		os.Exit(1)
 	}
-	d, err := startDaemon(daemonOptions{})
+	opts := daemonOptions{}
+	if _, err := exec.LookPath("crun"); err == nil {
+		// A template served by another runtime, picked by configuration.
+		opts.config = `{"templates": {"base-crun": {"runtime": "crun"}}}`
+	}
+	d, err := startDaemon(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -4,7 +4,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test lint cross bench up clean
+.PHONY: all build deps test unit integration crun-test lint cross bench soak up clean sdk-python sdk-typescript
 
 all: build
 
@@ -20,7 +20,7 @@ deps:
 	scripts/deps.sh
 
 ## test: everything CI runs (as root): lint, unit tests, integration tests against runc and crun
-test: deps build lint cross unit integration
+test: deps build lint cross unit integration sdk-python sdk-typescript
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
@@ -38,10 +38,27 @@ integration:
 	$(GO) test -count=1 -timeout 20m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 	PADDOCK_TEST_RUNTIME=crun $(GO) test -count=1 -timeout 10m -run 'TestConformance' ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 
+## sdk-python: the Python SDK's tests (unit, against a real paddockd, and the examples against a fake model API)
+sdk-python: build
+	cd sdk/python && PADDOCK_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s tests -v
+
+## sdk-typescript: the TypeScript SDK (build, tests against a real paddockd) and its examples (against a fake model API), as root
+sdk-typescript: build
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
+	cd examples/typescript && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
+
 ## bench: the create/exec/bare benchmark of docs/benchmarks.md
 bench: build
 	scripts/cgroup-setup.sh
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
+
+## soak: the chaos soak of docs/benchmarks.md (N sandboxes, T, K daemon SIGKILLs)
+SOAK_N ?= 8
+SOAK_T ?= 60s
+SOAK_K ?= 4
+soak: build
+	scripts/cgroup-setup.sh
+	$(GO) test -count=1 -v -timeout 60m -run TestSoak ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.soak -paddock.soak.n=$(SOAK_N) -paddock.soak.t=$(SOAK_T) -paddock.soak.kills=$(SOAK_K)
 
 ## up: install what is needed, build, and start paddockd (prints the URL and an API key)
 up:

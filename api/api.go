@@ -39,7 +39,19 @@ type CreateSandboxRequest struct {
 	Env            map[string]string `json:"env,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	Resources      *Resources        `json:"resources,omitempty"`
+	// OnTimeout is what happens when the lease ends: "kill" (default)
+	// terminates the sandbox, "pause" freezes it (see PauseRetention).
+	OnTimeout string `json:"on_timeout,omitempty"`
+	// MaxCostMicros refuses the create if the first lease would cost more
+	// and stops the sandbox once its cost crosses it (0 = no limit).
+	MaxCostMicros int64 `json:"max_cost_micros,omitempty"`
 }
+
+// On-timeout actions.
+const (
+	OnTimeoutKill  = "kill"
+	OnTimeoutPause = "pause"
+)
 
 // Sandbox describes one sandbox.
 type Sandbox struct {
@@ -54,9 +66,47 @@ type Sandbox struct {
 	Runtime string `json:"runtime,omitempty"`
 	// EndedAt is set once the sandbox is stopped or terminated.
 	EndedAt *time.Time `json:"ended_at,omitempty"`
-	// Reason says why a sandbox stopped or was terminated
-	// ("deleted", "expired", "failed: ...").
-	Reason string `json:"reason,omitempty"`
+	// Reason says why a sandbox stopped, paused or was terminated
+	// ("deleted", "expired", "cost limit reached", "failed: ...").
+	Reason        string `json:"reason,omitempty"`
+	OnTimeout     string `json:"on_timeout"`
+	MaxCostMicros int64  `json:"max_cost_micros,omitempty"`
+	// PausedAt is set while the sandbox is paused.
+	PausedAt *time.Time `json:"paused_at,omitempty"`
+}
+
+// Metrics is the resource accounting of one sandbox
+// (GET /v1/sandboxes/{id}/metrics). Counters cover the sandbox's whole
+// life; gauges (memory, disk, pids) are current and zero once it ended.
+type Metrics struct {
+	SandboxID string    `json:"sandbox_id"`
+	State     string    `json:"state"`
+	SampledAt time.Time `json:"sampled_at"`
+	// CPUSeconds is CPU time used by every process of the sandbox.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// RunningSeconds counts wall time while running (not paused).
+	RunningSeconds   float64 `json:"running_seconds"`
+	MemoryBytes      int64   `json:"memory_bytes"`
+	MemoryPeakBytes  int64   `json:"memory_peak_bytes"`
+	MemoryGiBSeconds float64 `json:"memory_gib_seconds"`
+	DiskBytes        int64   `json:"disk_bytes"`
+	NetworkRxBytes   int64   `json:"network_rx_bytes"`
+	NetworkTxBytes   int64   `json:"network_tx_bytes"`
+	PIDs             int64   `json:"pids"`
+	CostMicros       int64   `json:"cost_micros"`
+}
+
+// Usage is the answer to GET /v1/usage: the calling key's consumption by
+// sandboxes that were alive during [From, To).
+type Usage struct {
+	KeyID            string    `json:"key_id"`
+	From             time.Time `json:"from"`
+	To               time.Time `json:"to"`
+	Sandboxes        int       `json:"sandboxes"`
+	CPUSeconds       float64   `json:"cpu_seconds"`
+	RunningSeconds   float64   `json:"running_seconds"`
+	MemoryGiBSeconds float64   `json:"memory_gib_seconds"`
+	CostMicros       int64     `json:"cost_micros"`
 }
 
 // ListSandboxesResponse is the answer to GET /v1/sandboxes. NextCursor is
@@ -224,6 +274,7 @@ const (
 	CodeInternal        = "internal"         // 500
 	CodeUnavailable     = "unavailable"      // 502: the sandbox's agent did not answer
 	CodeNoSpace         = "no_space"         // 507: the sandbox's disk is full
+	CodeNotSupported    = "not_supported"    // 501: the host cannot do this
 )
 
 // Health is the answer to GET /v1/health (no authentication).

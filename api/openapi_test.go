@@ -31,7 +31,7 @@ var wireTypes = map[string]reflect.Type{}
 
 func init() {
 	for _, v := range []any{
-		Resources{}, CreateSandboxRequest{}, Sandbox{}, ListSandboxesResponse{},
+		Resources{}, CreateSandboxRequest{}, Sandbox{}, Metrics{}, Usage{}, ListSandboxesResponse{},
 		SetTimeoutRequest{}, ExecRequest{}, ExecResult{}, Event{}, Process{},
 		ListProcessesResponse{}, SignalRequest{}, FileEntry{}, ListFilesResponse{},
 		ErrorResponse{}, ErrorBody{}, Health{},

@@ -2,6 +2,9 @@ package api
 
 // Routes of the REST API. All but /v1/health and /v1/openapi.yaml need
 // "Authorization: Bearer <key>". {id} is a sandbox id, {process} a process id.
+// Outside /v1 and outside this table (whose lines openapi_test.go checks
+// against openapi.yaml), the daemon also serves the Prometheus text format
+// at "GET /metrics", without authentication; see docs/api.md.
 //
 //	GET    /v1/health                                   → Health
 //	GET    /v1/openapi.yaml                             → the OpenAPI document
@@ -10,6 +13,11 @@ package api
 //	GET    /v1/sandboxes/{id}                           → Sandbox
 //	DELETE /v1/sandboxes/{id}                           → 204
 //	POST   /v1/sandboxes/{id}/timeout                   SetTimeoutRequest → Sandbox
+//	POST   /v1/sandboxes/{id}/pause                     → Sandbox (409 if not running)
+//	POST   /v1/sandboxes/{id}/resume                    → Sandbox (409 if not paused; new lease of the original length)
+//	POST   /v1/sandboxes/{id}/checkpoint                → 204 when supported; 501 not_supported with the reason on hosts without a working CRIU (for now every host: the container backend does not implement it yet), 409 if not paused
+//	GET    /v1/sandboxes/{id}/metrics                   → Metrics
+//	GET    /v1/usage?from=&to=                          → Usage (from, to: RFC 3339; default the last 24 h)
 //	POST   /v1/sandboxes/{id}/exec                      ExecRequest → ExecResult, or NDJSON Events with Accept: application/x-ndjson
 //	POST   /v1/sandboxes/{id}/processes                 ExecRequest → 201 Process (background, does not wait)
 //	GET    /v1/sandboxes/{id}/processes                 → ListProcessesResponse
@@ -24,6 +32,9 @@ package api
 //	GET    /v1/sandboxes/{id}/files/list?path=P&depth=N → ListFilesResponse
 //	GET    /v1/sandboxes/{id}/files/stat?path=P         → FileEntry
 //	POST   /v1/sandboxes/{id}/files/mkdir?path=P&mode=0755 → FileEntry (parents created)
+//	POST   /v1/mcp                                      → MCP streamable HTTP: JSON-RPC message in, JSON or text/event-stream out (see docs/mcp.md)
+//	GET    /v1/mcp                                      → MCP streamable HTTP: text/event-stream of server messages (Mcp-Session-Id)
+//	DELETE /v1/mcp                                      → 204 ends the MCP session (Mcp-Session-Id) and deletes its sandbox
 //
 // Relative file paths and cwd are relative to /workspace.
 

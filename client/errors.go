@@ -39,6 +39,7 @@ var (
 	ErrInternal        = &APIError{StatusCode: http.StatusInternalServerError, Code: api.CodeInternal}
 	ErrUnavailable     = &APIError{StatusCode: http.StatusBadGateway, Code: api.CodeUnavailable}
 	ErrNoSpace         = &APIError{StatusCode: http.StatusInsufficientStorage, Code: api.CodeNoSpace}
+	ErrNotSupported    = &APIError{StatusCode: http.StatusNotImplemented, Code: api.CodeNotSupported}
 )
 
 // statusForCode is the HTTP status an error code travels with; ok is false
@@ -67,6 +68,8 @@ func statusForCode(code string) (status int, ok bool) {
 		return http.StatusBadGateway, true
 	case api.CodeNoSpace:
 		return http.StatusInsufficientStorage, true
+	case api.CodeNotSupported:
+		return http.StatusNotImplemented, true
 	}
 	return 0, false
 }
@@ -124,6 +127,8 @@ func codeForStatus(status int) string {
 		return api.CodeUnavailable
 	case http.StatusInsufficientStorage:
 		return api.CodeNoSpace
+	case http.StatusNotImplemented:
+		return api.CodeNotSupported
 	}
 	if status >= 500 {
 		return api.CodeInternal

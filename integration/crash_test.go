@@ -26,6 +26,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	defer d.shutdown()
 	uidHi := crashUIDBase + 20*65536
+	t0 := time.Now()
+	phase := func(name string) { t.Logf("%6.2fs %s", time.Since(t0).Seconds(), name) }
 	ctx := ctxT(t)
 	if tr := tracesOf(d.stateDir, nil, crashUIDBase, uidHi); !tr.zero() {
 		t.Fatalf("traces before any sandbox: %+v", tr)
@@ -63,8 +65,10 @@ func TestCrashRecovery(t *testing.T) {
 		c.Create(cctx, nil) // fails: the daemon dies under it
 	}()
 	time.Sleep(25 * time.Millisecond)
+	phase("created 4 sandboxes; kill -9")
 	d.kill9()
 	wg.Wait()
+	phase("in-flight create returned")
 	running := tracesOf(d.stateDir, ids, crashUIDBase, uidHi)
 	if running.Processes == 0 || running.Mounts == 0 {
 		t.Fatalf("sandboxes should survive the daemon: %+v", running)
@@ -73,6 +77,7 @@ func TestCrashRecovery(t *testing.T) {
 	if err := d.start(); err != nil {
 		t.Fatal(err)
 	}
+	phase("restarted")
 	got, err := c.Get(ctx, short.ID)
 	if err != nil || got.State != api.StateTerminated || got.Reason != "expired" {
 		t.Fatalf("lease that lapsed while down: %+v %v", got, err)
@@ -81,9 +86,9 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil || string(data) != "acknowledged" {
 		t.Fatalf("acknowledged write after restart: %q %v", data, err)
 	}
-	p, err := keeper.Process(proc.ID).Wait(ctx, 0)
-	if err != nil || p.State != api.ProcessRunning {
-		t.Fatalf("background process after restart: %+v %v", p, err)
+	p := keeper.Process(proc.ID)
+	if err := p.Refresh(ctx); err != nil || p.State != api.ProcessRunning {
+		t.Fatalf("background process after restart: %+v %v", p.Process, err)
 	}
 	res, err := keeper.Exec(ctx, api.ExecRequest{Command: "echo alive"})
 	if err != nil || res.Stdout != "alive\n" {
@@ -91,6 +96,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// Everything the daemon knows about goes away through the API; the
 	// half-created sandbox was cleaned up by recovery.
+	phase("checked re-adoption")
 	ids = ids[:0]
 	for sb, err := range c.All(ctx, client.ListOptions{State: "all"}) {
 		if err != nil {
@@ -101,6 +107,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	phase("deleted all")
 	if len(ids) != 5 {
 		t.Fatalf("want 5 sandboxes on record (3 + short + half-created), got %d", len(ids))
 	}

@@ -12,7 +12,7 @@ import (
 // cgroupDirsOf lists the cgroup directories of sandbox id on the host.
 func cgroupDirsOf(id string) []string {
 	var out []string
-	for _, p := range []string{"/sys/fs/cgroup/paddock/" + id, "/sys/fs/cgroup/*/paddock/" + id} {
+	for _, p := range []string{"/sys/fs/cgroup/paddock*/" + id, "/sys/fs/cgroup/*/paddock*/" + id} {
 		m, _ := filepath.Glob(p)
 		out = append(out, m...)
 	}
@@ -51,7 +51,7 @@ func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
 		cg, _ := os.ReadFile(p + "/cgroup")
 		in := false
 		for _, id := range ids {
-			if strings.Contains(string(cg), "/paddock/"+id) {
+			if strings.Contains(string(cg), "/"+id+"\n") || strings.Contains(string(cg), "/"+id+" ") {
 				in = true
 			}
 		}

@@ -70,6 +70,30 @@ terminated ones. Every page is fetched.`,
 			run:     (*cli).cmdKill,
 		},
 		{
+			name: "pause", args: "ID...",
+			summary: "Freeze every process of sandboxes",
+			detail: `Memory, processes and files are kept and CPU billing stops. A paused
+sandbox is terminated after the daemon's pause retention (24 h by default)
+unless resumed.`,
+			run: func(c *cli, ctx context.Context, args []string) error { return c.cmdPause(ctx, args, false) },
+		},
+		{
+			name: "resume", args: "ID...",
+			summary: "Continue paused sandboxes",
+			detail:  `Each resumed sandbox gets a new lease of the length it was created with.`,
+			run:     func(c *cli, ctx context.Context, args []string) error { return c.cmdPause(ctx, args, true) },
+		},
+		{
+			name: "metrics", args: "[--json] ID",
+			summary: "Show a sandbox's resource use and cost",
+			run:     (*cli).cmdMetrics,
+		},
+		{
+			name: "usage", args: "[--json] [--since 24h]",
+			summary: "Show this key's resource use and cost",
+			run:     (*cli).cmdUsage,
+		},
+		{
 			name: "timeout", args: "ID SECONDS",
 			summary: "Set the remaining lifetime of a sandbox",
 			detail: `The sandbox expires SECONDS from now (a number, or a duration like 10m).
@@ -119,6 +143,12 @@ own name. Only regular files are copied.
 
   paddock start sb_123 -- python3 -m http.server 8000`,
 			run: (*cli).cmdStart,
+		},
+		{
+			name: "mcp", args: "[flags]",
+			summary: "Serve the sandbox tools to an MCP client over stdio",
+			detail:  mcpDetail,
+			run:     (*cli).cmdMCP,
 		},
 		{
 			name: "version", args: "",

@@ -17,14 +17,16 @@ const createTimeout = 5 * time.Minute
 
 // sandboxFlags are the flags that shape an api.CreateSandboxRequest.
 type sandboxFlags struct {
-	template string
-	timeout  seconds
-	vcpus    float64
-	memory   int64
-	disk     int64
-	pids     int64
-	env      kvList
-	meta     kvList
+	template  string
+	timeout   seconds
+	vcpus     float64
+	memory    int64
+	disk      int64
+	pids      int64
+	env       kvList
+	meta      kvList
+	onTimeout string
+	maxCost   int64
 }
 
 // register defines the sandbox flags in fs.
@@ -37,6 +39,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.pids, "pids", 0, "maximum number of processes and threads (`N`)")
 	fs.Var(&f.env, "env", "set `K=V` in the sandbox's environment (repeatable; K alone copies the local value)")
 	fs.Var(&f.meta, "meta", "attach metadata `K=V` (repeatable)")
+	fs.StringVar(&f.onTimeout, "on-timeout", "", "what happens at the end of the lease: `kill` (default) or pause")
+	fs.Int64Var(&f.maxCost, "max-cost", 0, "stop the sandbox once it has cost `MICROS` (0 = no limit)")
 }
 
 // createRequest builds the CreateSandboxRequest of the flags.
@@ -57,6 +61,8 @@ func (c *cli) createRequest(f *sandboxFlags) (*api.CreateSandboxRequest, error) 
 		TimeoutSeconds: f.timeout.whole(),
 		Env:            env,
 		Metadata:       meta,
+		OnTimeout:      f.onTimeout,
+		MaxCostMicros:  f.maxCost,
 	}
 	if f.vcpus > 0 || f.memory > 0 || f.disk > 0 || f.pids > 0 {
 		req.Resources = &api.Resources{VCPUs: f.vcpus, MemoryMiB: f.memory, DiskMiB: f.disk, PIDs: f.pids}

@@ -27,19 +27,22 @@ const defaultStateDir = "/var/lib/paddock"
 // Config is the daemon configuration file (JSON). Flags given on the
 // command line override it.
 type Config struct {
-	Listen             string                        `json:"listen,omitempty"`
-	StateDir           string                        `json:"state_dir,omitempty"`
-	MaxSandboxes       int                           `json:"max_sandboxes,omitempty"`
-	MaxSandboxesPerKey int                           `json:"max_sandboxes_per_key,omitempty"`
-	MaxFileBytes       int64                         `json:"max_file_bytes,omitempty"`
-	Runtime            string                        `json:"runtime,omitempty"`
-	Runtimes           map[string]string             `json:"runtimes,omitempty"`
-	AgentBinary        string                        `json:"agent_binary,omitempty"`
-	Templates          map[string]container.Template `json:"templates,omitempty"`
-	Defaults           *sandbox.Resources            `json:"defaults,omitempty"`
-	DefaultTimeout     int64                         `json:"default_timeout_seconds,omitempty"`
-	LogLevel           string                        `json:"log_level,omitempty"`
-	UIDBase            int64                         `json:"uid_base,omitempty"`
+	Listen                string                        `json:"listen,omitempty"`
+	StateDir              string                        `json:"state_dir,omitempty"`
+	MaxSandboxes          int                           `json:"max_sandboxes,omitempty"`
+	MaxSandboxesPerKey    int                           `json:"max_sandboxes_per_key,omitempty"`
+	MaxFileBytes          int64                         `json:"max_file_bytes,omitempty"`
+	Runtime               string                        `json:"runtime,omitempty"`
+	Runtimes              map[string]string             `json:"runtimes,omitempty"`
+	AgentBinary           string                        `json:"agent_binary,omitempty"`
+	Templates             map[string]container.Template `json:"templates,omitempty"`
+	Defaults              *sandbox.Resources            `json:"defaults,omitempty"`
+	DefaultTimeout        int64                         `json:"default_timeout_seconds,omitempty"`
+	LogLevel              string                        `json:"log_level,omitempty"`
+	UIDBase               int64                         `json:"uid_base,omitempty"`
+	CgroupParent          string                        `json:"cgroup_parent,omitempty"`
+	Prices                *manager.Prices               `json:"prices,omitempty"`
+	PauseRetentionSeconds int64                         `json:"pause_retention_seconds,omitempty"`
 }
 
 func serve(args []string) error {
@@ -54,6 +57,7 @@ func serve(args []string) error {
 	agentBin := fs.String("agent-binary", "", "paddock-agent binary (default: next to paddockd)")
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
@@ -101,6 +105,7 @@ func serve(args []string) error {
 	cfg.MaxFileBytes = pickInt("max-file-bytes", *maxFile, cfg.MaxFileBytes)
 	cfg.DefaultTimeout = pickInt("default-timeout", *defTimeout, cfg.DefaultTimeout)
 	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
+	cfg.CgroupParent = pick("cgroup-parent", *cgroupParent, cfg.CgroupParent)
 	return run(cfg)
 }
 
@@ -149,7 +154,7 @@ func run(cfg Config) error {
 	b, err := container.New(container.Config{
 		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
 		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
-		UIDBase: uint32(cfg.UIDBase),
+		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent,
 	})
 	if err != nil {
 		return err
@@ -169,6 +174,14 @@ func run(cfg Config) error {
 	if cfg.Defaults != nil {
 		mcfg.Defaults = *cfg.Defaults
 	}
+	if cfg.Prices != nil {
+		mcfg.Prices = *cfg.Prices
+	}
+	if cfg.PauseRetentionSeconds > 0 {
+		mcfg.PauseRetention = time.Duration(cfg.PauseRetentionSeconds) * time.Second
+	}
+	metrics := server.NewMetrics()
+	mcfg.Events = metrics.Event
 	mgr := manager.New(mcfg, st, b, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -180,7 +193,9 @@ func run(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version}, mgr, keys, log).HTTPServer(cfg.Listen)
+	apiSrv := server.New(server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
+		MCP: server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}}, mgr, keys, log)
+	srv := apiSrv.HTTPServer(cfg.Listen)
 	reaperDone := make(chan struct{})
 	go func() { mgr.Run(ctx); close(reaperDone) }()
 	errc := make(chan error, 1)
@@ -195,6 +210,7 @@ func run(cfg Config) error {
 	log.Info("shutting down; sandboxes keep running and are re-adopted on the next start")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	apiSrv.CloseMCP(sctx) // deletes MCP sessions' sandboxes through the API, so before Shutdown
 	srv.Shutdown(sctx)
 	<-reaperDone
 	return nil

@@ -225,7 +225,11 @@ func (s *Server) handleDeleteFile(w http.ResponseWriter, r *http.Request) error 
 // handleListFiles lists a directory tree without following symlinks:
 // GET /files/list?path=P&depth=N.
 func (s *Server) handleListFiles(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.pathParam(r)
+	q := r.URL.Query().Get("path")
+	if q == "" {
+		q = s.cfg.Workdir // listing defaults to the working directory
+	}
+	p, err := s.resolvePath(q)
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func (o *outputLog) follow(ctx context.Context, emit func(api.Event) error) erro
 			if off < len(c.data) {
 				// Bytes below len are never written again, so the slice
 				// stays valid outside the lock.
-				evs = append(evs, api.Event{Type: c.s.eventType(), Data: c.data[off:len(c.data):len(c.data)]})
+				evs = append(evs, api.Event{Type: c.s.eventType(), ProcessID: start.ProcessID, Data: c.data[off:len(c.data):len(c.data)]})
 				off = len(c.data)
 			}
 			if i == len(o.chunks)-1 {

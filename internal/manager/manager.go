@@ -40,6 +40,14 @@ type Config struct {
 	// often the backend is asked whether running sandboxes are alive.
 	ReapInterval     time.Duration
 	LivenessInterval time.Duration
+	// PauseRetention is how long a sandbox may stay paused before it is
+	// terminated.
+	PauseRetention time.Duration
+	// Prices is the price table for cost accounting and max_cost_micros.
+	Prices Prices
+	// Events, if set, is called with the name of each lifecycle event
+	// ("create", "expire", "pause", ...), for metrics.
+	Events func(event string)
 }
 
 // DefaultConfig returns the documented defaults.
@@ -53,6 +61,8 @@ func DefaultConfig() Config {
 		RetainEnded:      10 * time.Minute,
 		ReapInterval:     time.Second,
 		LivenessInterval: 5 * time.Second,
+		PauseRetention:   24 * time.Hour,
+		Prices:           DefaultPrices(),
 	}
 }
 
@@ -88,6 +98,12 @@ func New(cfg Config, st *store.Store, b sandbox.Backend, log *slog.Logger) *Mana
 		DisableCompression:     true,
 	}}
 	return m
+}
+
+func (m *Manager) event(name string) {
+	if m.cfg.Events != nil {
+		m.cfg.Events(name)
+	}
 }
 
 // AgentClient is the HTTP client whose requests to http://<sandbox-id>/...
@@ -143,8 +159,10 @@ func (m *Manager) Create(ctx context.Context, owner string, req api.CreateSandbo
 	rec, err = m.store.Update(rec.ID, func(r *store.Record) error {
 		r.State, r.Runtime = sandbox.Running, info.Runtime
 		r.ExpiresAt = now.Add(timeout)
+		r.Usage.SampledAt = now
 		return nil
 	})
+	m.event("create")
 	if err != nil {
 		return nil, fmt.Errorf("persist: %w", err)
 	}
@@ -234,13 +252,46 @@ func (m *Manager) terminate(ctx context.Context, id string, state sandbox.State,
 	if !r.State.Live() {
 		return nil
 	}
+	if r.State == sandbox.Running {
+		m.finalSample(ctx, id)
+	}
 	if err := m.backend.Destroy(ctx, id); err != nil {
 		return fmt.Errorf("destroy %s: %w", id, err)
 	}
 	m.release(id)
 	m.end(id, state, reason)
+	m.event(endEvent(reason))
 	m.log.Info("sandbox ended", "sandbox", id, "state", state, "reason", reason)
 	return nil
+}
+
+// endEvent names the metrics event of an ending (bounded label values).
+func endEvent(reason string) string {
+	switch {
+	case reason == "deleted":
+		return "delete"
+	case strings.HasPrefix(reason, "expired"):
+		return "expire"
+	case reason == "cost limit reached":
+		return "cost_limit"
+	case strings.HasPrefix(reason, "exited"):
+		return "exited"
+	}
+	return "end_other"
+}
+
+// finalSample records a sandbox's last resource use before it is
+// destroyed.
+func (m *Manager) finalSample(ctx context.Context, id string) {
+	var st sandbox.Stats
+	if meter, ok := m.backend.(sandbox.Meter); ok {
+		st, _ = meter.Stats(ctx, id)
+	}
+	now := time.Now().UTC()
+	m.store.Update(id, func(r *store.Record) error {
+		accrue(&r.Usage, r, st, now, m.cfg.Prices)
+		return nil
+	})
 }
 
 // SetTimeout moves owner's sandbox's expiry to now+d.

@@ -31,17 +31,30 @@ func (m *Manager) Recover(ctx context.Context) error {
 		switch {
 		case r.State == sandbox.Creating:
 			m.destroy(ctx, r.ID, sandbox.Terminated, "failed: daemon stopped during create")
+		case r.State.Live() && !now.Before(r.ExpiresAt) && r.State == sandbox.Running && r.OnTimeout == "pause":
+			alive, err := m.backend.Alive(ctx, r.ID)
+			if err != nil || !alive {
+				m.destroy(ctx, r.ID, sandbox.Stopped, "exited while the daemon was down")
+				continue
+			}
+			m.adopt(r.ID, r.Owner)
+			adopted[r.ID] = true
+			if _, err := m.pause(ctx, r.ID, "expired"); err != nil {
+				m.log.Error("recover: pause at lease end", "sandbox", r.ID, "err", err)
+			}
 		case r.State.Live() && !now.Before(r.ExpiresAt):
-			m.destroy(ctx, r.ID, sandbox.Terminated, "expired")
+			reason := "expired"
+			if r.State == sandbox.Paused {
+				reason = "expired while paused"
+			}
+			m.destroy(ctx, r.ID, sandbox.Terminated, reason)
 		case r.State.Live():
 			alive, err := m.backend.Alive(ctx, r.ID)
 			if err != nil || !alive {
 				m.destroy(ctx, r.ID, sandbox.Stopped, "exited while the daemon was down")
 				continue
 			}
-			m.mu.Lock()
-			m.live[r.ID] = r.Owner
-			m.mu.Unlock()
+			m.adopt(r.ID, r.Owner)
 			adopted[r.ID] = true
 			m.log.Info("re-adopted sandbox", "sandbox", r.ID, "expires_at", r.ExpiresAt)
 		}
@@ -55,6 +68,12 @@ func (m *Manager) Recover(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (m *Manager) adopt(id, owner string) {
+	m.mu.Lock()
+	m.live[id] = owner
+	m.mu.Unlock()
 }
 
 // destroy tears down a sandbox's host resources and records the outcome.
@@ -84,6 +103,7 @@ func (m *Manager) Run(ctx context.Context) {
 		checkLive := time.Since(lastLiveness) >= m.cfg.LivenessInterval
 		if checkLive {
 			lastLiveness = time.Now()
+			m.sample(ctx)
 		}
 		m.reapOnce(ctx, checkLive)
 	}
@@ -102,11 +122,22 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 			return
 		}
 		switch {
-		case r.State == sandbox.Running && !now.Before(r.ExpiresAt):
-			if err := m.terminate(ctx, r.ID, sandbox.Terminated, "expired"); err != nil {
+		case r.State == sandbox.Running && !now.Before(r.ExpiresAt) && r.OnTimeout == "pause":
+			if _, err := m.pause(ctx, r.ID, "expired"); err != nil {
+				m.log.Error("reaper: pause at lease end", "sandbox", r.ID, "err", err)
+				if err := m.terminate(ctx, r.ID, sandbox.Terminated, "expired"); err != nil {
+					m.log.Error("reaper: expire", "sandbox", r.ID, "err", err)
+				}
+			}
+		case r.State.Live() && r.State != sandbox.Creating && !now.Before(r.ExpiresAt):
+			reason := "expired"
+			if r.State == sandbox.Paused {
+				reason = "expired while paused"
+			}
+			if err := m.terminate(ctx, r.ID, sandbox.Terminated, reason); err != nil {
 				m.log.Error("reaper: expire", "sandbox", r.ID, "err", err)
 			}
-		case r.State == sandbox.Running && checkLive:
+		case (r.State == sandbox.Running || r.State == sandbox.Paused) && checkLive:
 			if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
 				if err := m.terminate(ctx, r.ID, sandbox.Stopped, "exited"); err != nil {
 					m.log.Error("reaper: stop", "sandbox", r.ID, "err", err)
@@ -195,4 +226,17 @@ func (m *Manager) List(owner string, f Filter) ([]*store.Record, string, error) 
 // States lists the valid state filters.
 func States() []string {
 	return slices.Clone([]string{"creating", "running", "paused", "stopped", "terminated", "all"})
+}
+
+// CountByState counts the sandboxes on record by state.
+func (m *Manager) CountByState() (map[string]int, error) {
+	recs, err := m.store.All()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, r := range recs {
+		out[string(r.State)]++
+	}
+	return out, nil
 }

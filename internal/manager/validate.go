@@ -63,10 +63,25 @@ func (m *Manager) validate(req api.CreateSandboxRequest) (*store.Record, error) 
 				sandbox.ErrInvalid, maxMetadataKey, maxMetadataValue)
 		}
 	}
+	switch req.OnTimeout {
+	case "":
+		req.OnTimeout = api.OnTimeoutKill
+	case api.OnTimeoutKill, api.OnTimeoutPause:
+	default:
+		return nil, fmt.Errorf("%w: on_timeout must be %q or %q", sandbox.ErrInvalid, api.OnTimeoutKill, api.OnTimeoutPause)
+	}
+	if req.MaxCostMicros < 0 {
+		return nil, fmt.Errorf("%w: max_cost_micros must not be negative", sandbox.ErrInvalid)
+	}
+	if c := m.cfg.Prices.leaseCost(res, d); req.MaxCostMicros > 0 && c > req.MaxCostMicros {
+		return nil, fmt.Errorf("%w: the first lease (%s with these resources) costs at least %d micros, more than max_cost_micros %d",
+			sandbox.ErrInvalid, d, c, req.MaxCostMicros)
+	}
 	now := time.Now().UTC()
 	return &store.Record{
 		Template: tpl, CreatedAt: now, ExpiresAt: now.Add(d),
 		Metadata: req.Metadata, Resources: res, Env: req.Env,
+		TimeoutSeconds: int64(d / time.Second), OnTimeout: req.OnTimeout, MaxCostMicros: req.MaxCostMicros,
 	}, nil
 }
 

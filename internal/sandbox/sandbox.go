@@ -83,3 +83,37 @@ var (
 	ErrUnavailable     = errors.New("sandbox agent unavailable")
 	ErrUnauthorized    = errors.New("unauthorized")
 )
+
+// ErrNotSupported is returned when the host or backend cannot do something.
+var ErrNotSupported = errors.New("not supported")
+
+// Pauser is implemented by backends that can freeze every process of a
+// sandbox (memory and processes kept) and thaw it again.
+type Pauser interface {
+	Pause(ctx context.Context, id string) error
+	Resume(ctx context.Context, id string) error
+}
+
+// Stats is a sample of a sandbox's resource use. CPUSeconds and the
+// network counters are cumulative since the sandbox started.
+type Stats struct {
+	CPUSeconds      float64
+	MemoryBytes     int64
+	MemoryPeakBytes int64
+	DiskBytes       int64
+	NetRxBytes      int64
+	NetTxBytes      int64
+	PIDs            int64
+}
+
+// Meter is implemented by backends that can report resource use.
+type Meter interface {
+	Stats(ctx context.Context, id string) (Stats, error)
+}
+
+// Checkpointer is implemented by backends that can save a paused sandbox
+// with its processes to disk. CheckpointSupport says whether this host can
+// (ErrNotSupported, with the reason, when it cannot).
+type Checkpointer interface {
+	CheckpointSupport(ctx context.Context) error
+}

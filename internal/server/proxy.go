@@ -146,7 +146,12 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) erro
 	b, _ := json.Marshal(req)
 	timeout := time.Duration(req.TimeoutSeconds*float64(time.Second)) + agentGrace
 	limit := 6*req.MaxOutputBytes + (1 << 20)
-	return s.forward(w, r, owner, http.MethodPost, bytes.NewReader(b), int64(len(b)), limit, timeout)
+	start := time.Now()
+	err = s.forward(w, r, owner, http.MethodPost, bytes.NewReader(b), int64(len(b)), limit, timeout)
+	if err == nil && s.cfg.Metrics != nil {
+		s.cfg.Metrics.execTime.Observe(time.Since(start).Seconds())
+	}
+	return err
 }
 
 // startProcess validates a background process request and forwards it.

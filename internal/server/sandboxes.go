@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/manager"
@@ -19,7 +20,7 @@ func toAPI(r *store.Record) api.Sandbox {
 	if md == nil {
 		md = map[string]string{}
 	}
-	return api.Sandbox{
+	out := api.Sandbox{
 		ID: r.ID, Template: r.Template, State: string(r.State),
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Metadata: md,
 		Resources: api.Resources{
@@ -27,7 +28,12 @@ func toAPI(r *store.Record) api.Sandbox {
 			DiskMiB: r.Resources.DiskMiB, PIDs: r.Resources.PIDs,
 		},
 		Runtime: r.Runtime, EndedAt: r.EndedAt, Reason: r.Reason,
+		OnTimeout: r.OnTimeout, MaxCostMicros: r.MaxCostMicros, PausedAt: r.PausedAt,
 	}
+	if out.OnTimeout == "" {
+		out.OnTimeout = api.OnTimeoutKill
+	}
+	return out
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -35,9 +41,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, owner str
 	if err := decode(w, r, maxJSONBody, &req); err != nil && !errors.Is(err, errEmptyBody) {
 		return err
 	}
+	start := time.Now()
 	rec, err := s.mgr.Create(r.Context(), owner, req)
 	if err != nil {
 		return err
+	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.createTime.Observe(time.Since(start).Seconds())
 	}
 	writeJSON(w, http.StatusCreated, toAPI(rec))
 	return nil
@@ -105,5 +115,64 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, owner string
 		return err
 	}
 	writeJSON(w, http.StatusOK, toAPI(rec))
+	return nil
+}
+
+func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
+	rec, err := s.mgr.Pause(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toAPI(rec))
+	return nil
+}
+
+func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
+	rec, err := s.mgr.Resume(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toAPI(rec))
+	return nil
+}
+
+func (s *Server) checkpointSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
+	if err := s.mgr.Checkpoint(r.Context(), owner, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) sandboxMetrics(w http.ResponseWriter, r *http.Request, owner string) error {
+	m, err := s.mgr.Metrics(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (s *Server) usage(w http.ResponseWriter, r *http.Request, owner string) error {
+	q := r.URL.Query()
+	to := time.Now().UTC()
+	from := to.Add(-24 * time.Hour)
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &from}, {"to", &to}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return fmt.Errorf("%w: %s must be an RFC 3339 time", sandbox.ErrInvalid, p.name)
+			}
+			*p.dst = t
+		}
+	}
+	u, err := s.mgr.Usage(owner, from, to)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
+	"github.com/paddock-sandbox/paddock/tooluse/mcp"
 )
 
 // Limits on requests.
@@ -34,6 +35,10 @@ type Config struct {
 	// MaxFileBytes bounds file uploads and downloads.
 	MaxFileBytes int64
 	Version      string
+	// Metrics, if set, are updated and served at GET /metrics.
+	Metrics *Metrics
+	// MCP configures /v1/mcp (see mcp.go).
+	MCP MCPConfig
 }
 
 // Server serves the REST API.
@@ -43,6 +48,7 @@ type Server struct {
 	keys *store.Keys
 	log  *slog.Logger
 	mux  *http.ServeMux
+	mcp  *mcp.Server // serves /v1/mcp; nil when MCP is disabled
 }
 
 // New returns the API server.
@@ -72,11 +78,17 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string) erro
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/health", s.health)
 	s.mux.HandleFunc("GET /v1/openapi.yaml", s.openapi)
+	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
 	s.handle("POST /v1/sandboxes", s.createSandbox)
 	s.handle("GET /v1/sandboxes", s.listSandboxes)
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
 	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
 	s.handle("POST /v1/sandboxes/{id}/timeout", s.setTimeout)
+	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)
+	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox)
+	s.handle("POST /v1/sandboxes/{id}/checkpoint", s.checkpointSandbox)
+	s.handle("GET /v1/sandboxes/{id}/metrics", s.sandboxMetrics)
+	s.handle("GET /v1/usage", s.usage)
 	s.handle("POST /v1/sandboxes/{id}/exec", s.exec)
 	s.handle("POST /v1/sandboxes/{id}/processes", s.startProcess)
 	s.handle("GET /v1/sandboxes/{id}/processes", s.proxyPlain)
@@ -91,6 +103,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/files/list", s.proxyPlain)
 	s.handle("GET /v1/sandboxes/{id}/files/stat", s.proxyPlain)
 	s.handle("POST /v1/sandboxes/{id}/files/mkdir", s.proxyPlain)
+	s.mux.Handle("/v1/mcp", s.mcpHandler()) // GET, POST, DELETE; authenticates itself
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no route %s %s", sandbox.ErrNotFound, r.Method, r.URL.Path))
 	})
@@ -115,6 +128,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		owner, ok := s.auth(r)
 		if !ok {
+			s.cfg.Metrics.apiError(api.CodeUnauthorized)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
 			writeError(w, fmt.Errorf("%w: missing or unknown API key (Authorization: Bearer <key>)", sandbox.ErrUnauthorized))
 			return
@@ -123,6 +137,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			if status(err) >= 500 {
 				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			}
+			s.cfg.Metrics.apiError(codes[status(err)])
 			writeError(w, err)
 		}
 	})
@@ -176,6 +191,8 @@ func status(err error) int {
 		return http.StatusBadGateway
 	case errors.Is(err, sandbox.ErrNoCapacity):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, sandbox.ErrNotSupported):
+		return http.StatusNotImplemented
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
 	}
@@ -194,6 +211,8 @@ var codes = map[int]string{
 	http.StatusServiceUnavailable:    api.CodeNoCapacity,
 	http.StatusInsufficientStorage:   api.CodeNoSpace,
 	http.StatusGatewayTimeout:        api.CodeUnavailable,
+	http.StatusNotImplemented:        api.CodeNotSupported,
+	http.StatusInternalServerError:   api.CodeInternal,
 }
 
 func writeError(w http.ResponseWriter, err error) {

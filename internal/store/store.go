@@ -46,6 +46,22 @@ type Record struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Resources sandbox.Resources `json:"resources"`
 	Env       map[string]string `json:"env,omitempty"`
+	// TimeoutSeconds is the lease length granted on create and resume.
+	TimeoutSeconds int64      `json:"timeout_seconds,omitempty"`
+	OnTimeout      string     `json:"on_timeout,omitempty"`
+	MaxCostMicros  int64      `json:"max_cost_micros,omitempty"`
+	PausedAt       *time.Time `json:"paused_at,omitempty"`
+	Usage          Usage      `json:"usage"`
+}
+
+// Usage is a sandbox's accumulated resource use, sampled by the reaper.
+type Usage struct {
+	CPUSeconds       float64   `json:"cpu_seconds"`
+	RunningSeconds   float64   `json:"running_seconds"`
+	MemoryPeakBytes  int64     `json:"memory_peak_bytes"`
+	MemoryGiBSeconds float64   `json:"memory_gib_seconds"`
+	CostMicros       int64     `json:"cost_micros"`
+	SampledAt        time.Time `json:"sampled_at"`
 }
 
 // Store is the sandbox database. It is safe for concurrent use.
@@ -136,6 +152,35 @@ func (s *Store) Update(id string, fn func(*Record) error) (*Record, error) {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// UpdateMany applies fn to each record in ids inside one transaction;
+// missing records are skipped.
+func (s *Store) UpdateMany(ids []string, fn func(*Record) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSandboxes)
+		for _, id := range ids {
+			v := b.Get([]byte(id))
+			if v == nil {
+				continue
+			}
+			var r Record
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if err := fn(&r); err != nil {
+				return err
+			}
+			nb, err := json.Marshal(&r)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(id), nb); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Delete removes the record with id; a missing record is not an error.

@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +52,26 @@ type Config struct {
 	// uid 0 to UIDBase + n*65536. MaxSlots bounds n.
 	UIDBase  uint32
 	MaxSlots int
-	Log      *slog.Logger
+	// CgroupParent is the cgroup under which sandboxes' cgroups are made
+	// (in every hierarchy). Each daemon on a host needs its own: recovery
+	// destroys every cgroup under it that is not a live sandbox. Default
+	// "paddock" for the default state directory, else
+	// "paddock-<hash of the state directory>".
+	CgroupParent string
+	Log          *slog.Logger
+}
+
+// DefaultCgroupParent derives the cgroup parent of a state directory.
+func DefaultCgroupParent(stateDir string) string {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		abs = stateDir
+	}
+	if abs == "/var/lib/paddock" {
+		return "paddock"
+	}
+	h := sha256.Sum256([]byte(abs))
+	return "paddock-" + hex.EncodeToString(h[:4])
 }
 
 // Backend runs sandboxes as OCI containers. It is safe for concurrent use.
@@ -86,6 +107,12 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if cfg.MaxSlots <= 0 {
 		cfg.MaxSlots = 4096
+	}
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = DefaultCgroupParent(cfg.StateDir)
+	}
+	if !validID(cfg.CgroupParent) {
+		return nil, fmt.Errorf("bad cgroup parent %q", cfg.CgroupParent)
 	}
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		return nil, errors.New("mkfs.ext4 not found (install e2fsprogs)")
@@ -247,7 +274,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 		return info, err
 	}
 	s, err := buildSpec(specParams{
-		ID: spec.ID, Rootfs: rootfs, HostMounts: b.base.mounts, UIDBase: m.UIDBase,
+		ID: spec.ID, CgroupParent: b.cfg.CgroupParent, Rootfs: rootfs, HostMounts: b.base.mounts, UIDBase: m.UIDBase,
 		Resources: spec.Resources, Env: spec.Env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
 	})
 	if err != nil {
@@ -411,14 +438,14 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 			rts = append(rts, rt)
 		}
 	}
-	killInit(id, filepath.Join(b.dir(id), "init.pid"))
+	killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
 	for _, rt := range rts {
 		if err := rt.delete(ctx, id); err != nil {
 			errs = append(errs, err)
 			os.RemoveAll(filepath.Join(rt.root, id))
 		}
 	}
-	killCgroups(id)
+	killCgroups(b.cfg.CgroupParent, id)
 	dir := b.dir(id)
 	if err := unmountAll(dir); err != nil {
 		return errors.Join(append(errs, err)...)
@@ -445,7 +472,7 @@ func (b *Backend) List(ctx context.Context) ([]string, error) {
 			seen[id] = true
 		}
 	}
-	for _, id := range cgroupIDs() {
+	for _, id := range cgroupIDs(b.cfg.CgroupParent) {
 		seen[id] = true
 	}
 	out := make([]string, 0, len(seen))

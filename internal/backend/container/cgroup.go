@@ -13,13 +13,13 @@ import (
 
 const cgroupRoot = "/sys/fs/cgroup"
 
-// cgroupDirs returns every cgroup directory of sandbox id that exists, in
-// all v1 controllers and in the unified hierarchy.
-func cgroupDirs(id string) []string {
+// cgroupDirs returns every cgroup directory of sandbox id under parent
+// that exists, in all v1 controllers and in the unified hierarchy.
+func cgroupDirs(parent, id string) []string {
 	var out []string
 	for _, pattern := range []string{
-		filepath.Join(cgroupRoot, "paddock", id),
-		filepath.Join(cgroupRoot, "*", "paddock", id),
+		filepath.Join(cgroupRoot, parent, id),
+		filepath.Join(cgroupRoot, "*", parent, id),
 	} {
 		m, _ := filepath.Glob(pattern)
 		out = append(out, m...)
@@ -27,12 +27,12 @@ func cgroupDirs(id string) []string {
 	return out
 }
 
-// cgroupIDs lists sandbox ids that have a cgroup anywhere.
-func cgroupIDs() []string {
+// cgroupIDs lists sandbox ids that have a cgroup under parent.
+func cgroupIDs(parent string) []string {
 	seen := map[string]bool{}
 	for _, pattern := range []string{
-		filepath.Join(cgroupRoot, "paddock", "*"),
-		filepath.Join(cgroupRoot, "*", "paddock", "*"),
+		filepath.Join(cgroupRoot, parent, "*"),
+		filepath.Join(cgroupRoot, "*", parent, "*"),
 	} {
 		m, _ := filepath.Glob(pattern)
 		for _, p := range m {
@@ -51,8 +51,8 @@ func cgroupIDs() []string {
 // killCgroups SIGKILLs every process left in the sandbox's cgroups and
 // removes them, deepest first. It is the backstop when the runtime's own
 // state is gone.
-func killCgroups(id string) {
-	dirs := cgroupDirs(id)
+func killCgroups(parent, id string) {
+	dirs := cgroupDirs(parent, id)
 	for round := 0; round < 50; round++ {
 		alive := false
 		for _, d := range dirs {
@@ -103,7 +103,7 @@ func killCgroups(id string) {
 // the runtime's own forced delete, which polls every 100 ms. The pid is
 // checked through a pidfd against the sandbox's cgroup, so a recycled pid
 // is never signalled.
-func killInit(id, pidFile string) {
+func killInit(parent, id, pidFile string) {
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		return
@@ -118,14 +118,14 @@ func killInit(id, pidFile string) {
 	}
 	defer unix.Close(fd)
 	cg, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil || !strings.Contains(string(cg), "/paddock/"+id) {
+	if err != nil || !strings.Contains(string(cg), "/"+parent+"/"+id) {
 		return
 	}
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
 		return
 	}
 	procs := ""
-	for _, d := range cgroupDirs(id) {
+	for _, d := range cgroupDirs(parent, id) {
 		if p := filepath.Join(d, "cgroup.procs"); strings.Contains(d, "/pids/") || procs == "" {
 			procs = p
 		}

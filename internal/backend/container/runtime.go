@@ -43,9 +43,20 @@ func (r *ociRuntime) run(ctx context.Context, id, bundle string, listener *os.Fi
 	args := append(r.base(bundle), "run", "--detach",
 		"--pid-file", filepath.Join(bundle, "init.pid"),
 		"--preserve-fds", "1", "--bundle", bundle, id)
+	// Stdin is an empty pipe, never /dev/null: runtimes chown the
+	// container's stdio to its root user, and crun 1.8 does not skip
+	// /dev/null, which would hand the host's /dev/null to the sandbox.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return err
+	}
+	inW.Close()
+	defer inR.Close()
 	cmd := exec.CommandContext(ctx, r.path, args...)
 	cmd.ExtraFiles = []*os.File{listener}
-	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, pw, pw
 	cmd.Dir = bundle
 	err = cmd.Run()
 	pw.Close()

@@ -2,7 +2,6 @@ package container
 
 import (
 	"fmt"
-	"os"
 	"sort"
 
 	"github.com/moby/profiles/seccomp"
@@ -34,14 +33,15 @@ var readonlyPaths = []string{
 
 // specParams is what buildSpec needs beyond the request.
 type specParams struct {
-	ID         string
-	Rootfs     string
-	HostMounts []string
-	UIDBase    uint32
-	Resources  sandbox.Resources
-	Env        map[string]string
-	CgroupV1   bool
-	HasMemsw   bool
+	ID           string
+	CgroupParent string
+	Rootfs       string
+	HostMounts   []string
+	UIDBase      uint32
+	Resources    sandbox.Resources
+	Env          map[string]string
+	CgroupV1     bool
+	HasMemsw     bool
 }
 
 // buildSpec writes the OCI runtime spec of one sandbox.
@@ -87,7 +87,7 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 				{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace},
 				{Type: specs.UserNamespace}, {Type: specs.CgroupNamespace},
 			},
-			CgroupsPath:   "/paddock/" + p.ID,
+			CgroupsPath:   "/" + p.CgroupParent + "/" + p.ID,
 			Resources:     resources(p),
 			Devices:       defaultDevices(),
 			MaskedPaths:   maskedPaths,
@@ -149,10 +149,10 @@ func resources(p specParams) *specs.LinuxResources {
 }
 
 func defaultDevices() []specs.LinuxDevice {
-	zero := uint32(0)
+	// In a user namespace the runtime cannot mknod: it bind-mounts the
+	// host's device nodes, so ownership and mode stay the host's.
 	dev := func(path string, maj, min int64) specs.LinuxDevice {
-		m := os.FileMode(0o666)
-		return specs.LinuxDevice{Path: path, Type: "c", Major: maj, Minor: min, FileMode: &m, UID: &zero, GID: &zero}
+		return specs.LinuxDevice{Path: path, Type: "c", Major: maj, Minor: min}
 	}
 	return []specs.LinuxDevice{
 		dev("/dev/null", 1, 3), dev("/dev/zero", 1, 5), dev("/dev/full", 1, 7),

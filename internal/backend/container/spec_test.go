@@ -20,7 +20,7 @@ func TestBuildSpec(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := buildSpec(specParams{
-				ID: "sbx1", Rootfs: "/r", HostMounts: []string{"/usr"}, UIDBase: 1 << 20,
+				ID: "sbx1", CgroupParent: "paddock", Rootfs: "/r", HostMounts: []string{"/usr"}, UIDBase: 1 << 20,
 				Resources: sandbox.Resources{VCPUs: 1.5, MemoryMiB: 256, DiskMiB: 100, PIDs: 64},
 				Env:       map[string]string{"B": "2", "A": "1"}, CgroupV1: tc.v1, HasMemsw: tc.sw,
 			})

@@ -1,0 +1,64 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+)
+
+// Pause freezes every process of the sandbox; memory and files are kept
+// and CPU billing stops. The sandbox is terminated if it stays paused
+// longer than the daemon's pause retention.
+func (s *Sandbox) Pause(ctx context.Context) error {
+	return s.lifecycle(ctx, "pause")
+}
+
+// Resume continues a paused sandbox with a new lease of its original
+// length.
+func (s *Sandbox) Resume(ctx context.Context) error {
+	return s.lifecycle(ctx, "resume")
+}
+
+func (s *Sandbox) lifecycle(ctx context.Context, verb string) error {
+	var sb api.Sandbox
+	if err := s.c.call(ctx, http.MethodPost, sandboxPath(s.ID, verb), nil, struct{}{}, &sb); err != nil {
+		return err
+	}
+	s.Sandbox = sb
+	return nil
+}
+
+// Checkpoint asks the daemon to save a paused sandbox with its processes
+// to disk. Hosts without a working CRIU answer ErrNotSupported.
+func (s *Sandbox) Checkpoint(ctx context.Context) error {
+	return s.c.call(ctx, http.MethodPost, sandboxPath(s.ID, "checkpoint"), nil, struct{}{}, nil)
+}
+
+// Metrics returns the sandbox's resource accounting.
+func (s *Sandbox) Metrics(ctx context.Context) (*api.Metrics, error) {
+	var m api.Metrics
+	if err := s.c.call(ctx, http.MethodGet, sandboxPath(s.ID, "metrics"), nil, nil, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Usage returns the calling key's consumption by sandboxes alive during
+// [from, to). Zero times take the daemon's defaults (the last 24 hours).
+func (c *Client) Usage(ctx context.Context, from, to time.Time) (*api.Usage, error) {
+	q := url.Values{}
+	if !from.IsZero() {
+		q.Set("from", from.UTC().Format(time.RFC3339))
+	}
+	if !to.IsZero() {
+		q.Set("to", to.UTC().Format(time.RFC3339))
+	}
+	var u api.Usage
+	if err := c.call(ctx, http.MethodGet, "/usage", q, nil, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/paddock-sandbox/paddock/client"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/tooluse/mcp"
+)
+
+// Defaults of MCPConfig.
+const (
+	DefaultMCPMaxSessions = mcp.DefaultMaxSessions
+	DefaultMCPIdleTimeout = 30 * time.Minute
+)
+
+// apiKeyExtra is the TokenInfo.Extra entry holding the caller's API key.
+const apiKeyExtra = "paddock.api_key"
+
+// MCPConfig configures /v1/mcp, the MCP server over streamable HTTP.
+type MCPConfig struct {
+	// SelfURL is the daemon's own API address (for example
+	// "http://127.0.0.1:7419"): the MCP tools call the REST API there
+	// with the caller's API key, so sandboxes belong to that key and its
+	// limits apply. Empty disables /v1/mcp (404).
+	SelfURL string
+	// MaxSessions bounds the concurrent MCP sessions (default 256).
+	MaxSessions int
+	// IdleTimeout ends a session, deleting its sandbox, after this long
+	// without a request (default 30 minutes).
+	IdleTimeout time.Duration
+}
+
+// SelfURL returns the URL at which the daemon reaches its own listener
+// addr: an unspecified host (0.0.0.0, ::) becomes loopback.
+func SelfURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// mcpHandler returns the handler of /v1/mcp: API key authentication, then
+// the go-sdk's streamable HTTP handler, with sessions bound to the key
+// that opened them.
+func (s *Server) mcpHandler() http.Handler {
+	cfg := s.cfg.MCP
+	if cfg.SelfURL == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, fmt.Errorf("%w: MCP is not enabled on this daemon", sandbox.ErrNotFound))
+		})
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMCPMaxSessions
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultMCPIdleTimeout
+	}
+	hc := &http.Client{}
+	s.mcp = mcp.New(nil, mcp.Options{
+		MaxSessions: cfg.MaxSessions,
+		Version:     s.cfg.Version,
+		Logger:      s.log,
+		Client: func(ctx context.Context, extra *sdk.RequestExtra) (*client.Client, error) {
+			var key string
+			if extra != nil && extra.TokenInfo != nil {
+				key, _ = extra.TokenInfo.Extra[apiKeyExtra].(string)
+			}
+			if key == "" {
+				return nil, fmt.Errorf("%w: no API key in the MCP request", sandbox.ErrUnauthorized)
+			}
+			return &client.Client{BaseURL: cfg.SelfURL, APIKey: key, HTTPClient: hc, UserAgent: "paddockd-mcp/" + s.cfg.Version}, nil
+		},
+	})
+	h := s.mcp.HTTPHandler(&sdk.StreamableHTTPOptions{SessionTimeout: cfg.IdleTimeout})
+	// RequireBearerToken puts the key's TokenInfo in the request context;
+	// the go-sdk then refuses (403) requests to a session from another key.
+	verify := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		rec, ok := s.keys.Lookup(token)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: rec.ID, Extra: map[string]any{apiKeyExtra: token}}, nil
+	}
+	h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Answer a missing or unknown key like every other route does.
+		if _, ok := s.auth(r); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
+			writeError(w, fmt.Errorf("%w: missing or unknown API key (Authorization: Bearer <key>)", sandbox.ErrUnauthorized))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// CloseMCP ends every MCP session and deletes its sandbox, waiting until
+// ctx is done. Call it before shutting the HTTP server down: the
+// deletions go through the daemon's own API.
+func (s *Server) CloseMCP(ctx context.Context) error {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.Close(ctx)
+}

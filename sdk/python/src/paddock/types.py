@@ -1,0 +1,314 @@
+"""The data the Paddock API returns, as dataclasses.
+
+Field names follow the JSON wire format of ``api/openapi.yaml``. Timestamps
+are parsed into timezone-aware :class:`datetime.datetime` objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from .errors import PaddockError, error_for
+
+__all__ = [
+    "Resources",
+    "SandboxInfo",
+    "SandboxPage",
+    "ExecResult",
+    "Event",
+    "ProcessInfo",
+    "FileEntry",
+    "Health",
+]
+
+_TIME_RE = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_time(value: Any) -> Optional[datetime]:
+    """Parse an RFC 3339 timestamp (nanoseconds and ``Z`` included, which
+    ``datetime.fromisoformat`` of Python < 3.11 refuses). ``None``, an empty
+    string or an unparsable value give ``None``."""
+    if not isinstance(value, str) or not value:
+        return None
+    m = _TIME_RE.match(value)
+    if not m:
+        return None
+    date, clock, frac, tz = m.groups()
+    frac = (frac or "")[:6].ljust(6, "0")
+    if tz in ("Z", "z"):
+        tz = "+00:00"
+    try:
+        return datetime.fromisoformat(f"{date}T{clock}.{frac}{tz}")
+    except ValueError:
+        return None
+
+
+def _int(v: Any, default: int = 0) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def _opt_int(v: Any) -> Optional[int]:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def _opt_str(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) and v else None
+
+
+def _str_map(v: Any) -> Dict[str, str]:
+    return {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else {}
+
+
+@dataclass
+class Resources:
+    """The limits of a sandbox. In a create request, ``None`` (or 0) takes the daemon's default."""
+
+    vcpus: Optional[float] = None
+    memory_mib: Optional[int] = None
+    disk_mib: Optional[int] = None
+    pids: Optional[int] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Resources":
+        d = d if isinstance(d, dict) else {}
+        v = d.get("vcpus")
+        return cls(
+            vcpus=float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None,
+            memory_mib=_opt_int(d.get("memory_mib")),
+            disk_mib=_opt_int(d.get("disk_mib")),
+            pids=_opt_int(d.get("pids")),
+        )
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for k in ("vcpus", "memory_mib", "disk_mib", "pids"):
+            v = getattr(self, k)
+            if v:
+                out[k] = v
+        return out
+
+
+ResourcesLike = Union[Resources, Mapping[str, Any]]
+
+
+@dataclass
+class SandboxInfo:
+    """One sandbox as the daemon last reported it."""
+
+    id: str
+    template: str = ""
+    #: ``creating``, ``running``, ``paused`` (reserved), ``stopped`` or ``terminated``.
+    state: str = ""
+    created_at: Optional[datetime] = None
+    #: When the lease ends and the reaper terminates the sandbox.
+    expires_at: Optional[datetime] = None
+    metadata: Dict[str, str] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+    #: The OCI runtime running the sandbox (runc, crun, ...).
+    runtime: Optional[str] = None
+    ended_at: Optional[datetime] = None
+    #: Why the sandbox stopped or was terminated: "deleted", "expired", "failed: ...".
+    reason: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "SandboxInfo":
+        d = d if isinstance(d, dict) else {}
+        return cls(
+            id=_str(d.get("id")),
+            template=_str(d.get("template")),
+            state=_str(d.get("state")),
+            created_at=parse_time(d.get("created_at")),
+            expires_at=parse_time(d.get("expires_at")),
+            metadata=_str_map(d.get("metadata")),
+            resources=Resources.from_json(d.get("resources")),
+            runtime=_opt_str(d.get("runtime")),
+            ended_at=parse_time(d.get("ended_at")),
+            reason=_opt_str(d.get("reason")),
+        )
+
+
+@dataclass
+class SandboxPage:
+    """One page of a sandbox listing; ``next_cursor`` is empty on the last page."""
+
+    sandboxes: List[SandboxInfo]
+    next_cursor: str = ""
+
+
+@dataclass
+class ExecResult:
+    """The outcome of a command. A non-zero exit and a timeout are results, not errors.
+
+    ``exit_code`` is ``None`` when the process was killed by a signal, and
+    ``signal`` then names it (``"SIGKILL"``). ``stdout`` and ``stderr`` hold at
+    most ``max_output_bytes`` each (decoded as UTF-8 by the daemon's JSON);
+    ``*_truncated`` says output was dropped and ``*_bytes`` counts everything
+    the command wrote.
+    """
+
+    exit_code: Optional[int]
+    signal: Optional[str] = None
+    timed_out: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    duration_ms: int = 0
+    oom_killed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited with status 0 (and did not time out)."""
+        return self.exit_code == 0 and not self.timed_out and self.signal is None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "ExecResult":
+        d = d if isinstance(d, dict) else {}
+        return cls(
+            exit_code=_opt_int(d.get("exit_code")),
+            signal=_opt_str(d.get("signal")),
+            timed_out=bool(d.get("timed_out")),
+            stdout=_str(d.get("stdout")),
+            stderr=_str(d.get("stderr")),
+            stdout_truncated=bool(d.get("stdout_truncated")),
+            stderr_truncated=bool(d.get("stderr_truncated")),
+            stdout_bytes=_int(d.get("stdout_bytes")),
+            stderr_bytes=_int(d.get("stderr_bytes")),
+            duration_ms=_int(d.get("duration_ms")),
+            oom_killed=bool(d.get("oom_killed")),
+        )
+
+
+@dataclass
+class Event:
+    """One event of an output stream (``exec_stream``, ``Process.output``).
+
+    ``type`` is ``"start"`` (``pid`` set), ``"stdout"`` / ``"stderr"`` (``data``
+    holds the raw bytes, already base64-decoded), ``"exit"`` (``result`` holds
+    the :class:`ExecResult`, with empty ``stdout``/``stderr`` since the output
+    was streamed) or ``"error"`` (``error`` set; iterating a stream raises it).
+    """
+
+    type: str
+    data: bytes = b""
+    pid: Optional[int] = None
+    process_id: Optional[str] = None
+    time: Optional[datetime] = None
+    result: Optional[ExecResult] = None
+    error: Optional[PaddockError] = None
+
+    @property
+    def text(self) -> str:
+        """``data`` decoded as UTF-8 (invalid bytes replaced)."""
+        return self.data.decode("utf-8", errors="replace")
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Event":
+        d = d if isinstance(d, dict) else {}
+        typ = _str(d.get("type"))
+        raw = d.get("data")
+        data = base64.b64decode(raw) if isinstance(raw, str) and raw else b""
+        ev = cls(
+            type=typ,
+            data=data,
+            pid=_opt_int(d.get("pid")) or None,
+            process_id=_opt_str(d.get("process_id")),
+            time=parse_time(d.get("time")),
+        )
+        if typ == "exit":
+            ev.result = ExecResult.from_json(d)
+        elif typ == "error":
+            err = d.get("error") if isinstance(d.get("error"), dict) else {}
+            code = _opt_str(err.get("code"))
+            ev.error = error_for(None, code or "internal", _str(err.get("message")) or "stream error event")
+        return ev
+
+
+@dataclass
+class ProcessInfo:
+    """A background process as the daemon last reported it."""
+
+    id: str
+    pid: int = 0
+    argv: List[str] = field(default_factory=list)
+    command: str = ""
+    cwd: str = ""
+    #: ``running`` or ``exited``.
+    state: str = ""
+    started_at: Optional[datetime] = None
+    ended_at: Optional[datetime] = None
+    #: Set once the process has exited.
+    result: Optional[ExecResult] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "ProcessInfo":
+        d = d if isinstance(d, dict) else {}
+        argv = d.get("argv")
+        res = d.get("result")
+        return cls(
+            id=_str(d.get("id")),
+            pid=_int(d.get("pid")),
+            argv=[str(a) for a in argv] if isinstance(argv, list) else [],
+            command=_str(d.get("command")),
+            cwd=_str(d.get("cwd")),
+            state=_str(d.get("state")),
+            started_at=parse_time(d.get("started_at")),
+            ended_at=parse_time(d.get("ended_at")),
+            result=ExecResult.from_json(res) if isinstance(res, dict) else None,
+        )
+
+
+@dataclass
+class FileEntry:
+    """One file, directory or link inside a sandbox."""
+
+    path: str
+    name: str = ""
+    #: ``file``, ``dir``, ``symlink`` or ``other``.
+    type: str = ""
+    size: int = 0
+    #: Permission bits in octal, for example ``"0644"``.
+    mode: str = ""
+    modified_at: Optional[datetime] = None
+    link_target: Optional[str] = None
+
+    @property
+    def is_dir(self) -> bool:
+        return self.type == "dir"
+
+    @property
+    def is_file(self) -> bool:
+        return self.type == "file"
+
+    @classmethod
+    def from_json(cls, d: Any) -> "FileEntry":
+        d = d if isinstance(d, dict) else {}
+        return cls(
+            path=_str(d.get("path")),
+            name=_str(d.get("name")),
+            type=_str(d.get("type")),
+            size=_int(d.get("size")),
+            mode=_str(d.get("mode")),
+            modified_at=parse_time(d.get("modified_at")),
+            link_target=_opt_str(d.get("link_target")),
+        )
+
+
+@dataclass
+class Health:
+    """The answer of ``GET /v1/health``."""
+
+    status: str
+    version: str = ""

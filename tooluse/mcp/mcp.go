@@ -1,0 +1,249 @@
+// Package mcp serves the Paddock tools (run_python, run_command, write_file,
+// read_file; see package tooluse) as a Model Context Protocol server, built
+// on the official Go SDK (github.com/modelcontextprotocol/go-sdk/mcp).
+//
+// Each MCP session gets its own tooluse.Session and so its own sandbox,
+// created on the session's first tool call and deleted when the session
+// ends (the client disconnects, the session is closed, an idle timeout
+// fires) or when the Server is closed. A sandbox whose lease ran out, or
+// that was deleted behind the session's back, is replaced on the next call,
+// whose result says so. Sandboxes carry the metadata MetadataKey = the MCP
+// session's id.
+//
+// Over stdio (one session per process):
+//
+//	s := mcp.New(client.New("", ""), mcp.Options{})
+//	err := s.Run(ctx, &sdk.StdioTransport{})
+//	s.Close(context.Background())
+//
+// Over streamable HTTP, behind the caller's own authentication:
+//
+//	http.Handle("/mcp", s.HTTPHandler(&sdk.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute}))
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/client"
+	"github.com/paddock-sandbox/paddock/tooluse"
+)
+
+// MetadataKey is the sandbox metadata key whose value is the id of the MCP
+// session the sandbox belongs to.
+const MetadataKey = "paddock.mcp_session"
+
+// DefaultMaxSessions bounds the concurrent MCP sessions of a Server when
+// Options.MaxSessions is 0.
+const DefaultMaxSessions = 256
+
+// ErrTooManySessions is returned to a client whose session would exceed
+// Options.MaxSessions.
+var ErrTooManySessions = errors.New("too many MCP sessions on this server; close one or retry later")
+
+// ClientFunc returns the Paddock client that a new MCP session's tools act
+// with. It is called once per session, on its first tool call; extra holds
+// the HTTP headers and bearer token info of that request (nil fields over
+// stdio).
+type ClientFunc func(ctx context.Context, extra *sdk.RequestExtra) (*client.Client, error)
+
+// Options configure a Server. Zero values take defaults.
+type Options struct {
+	// Tools configures the tool definitions and their execution (timeout
+	// per call, output budget, tool selection).
+	Tools tooluse.Options
+	// Sandbox is the request each session's sandboxes are created with;
+	// MetadataKey is added to its metadata.
+	Sandbox *api.CreateSandboxRequest
+	// PerCall gives every tool call a fresh sandbox, deleted afterwards,
+	// instead of one sandbox per session.
+	PerCall bool
+	// MaxSessions bounds the concurrent MCP sessions (DefaultMaxSessions
+	// when 0); a session past it is refused.
+	MaxSessions int
+	// Client, when set, picks each session's client; otherwise every
+	// session uses the client given to New.
+	Client ClientFunc
+	// Version is reported to clients as the server's version.
+	Version string
+	// Logger receives warnings (failed sandbox deletions); nil discards.
+	Logger *slog.Logger
+}
+
+// Server is an MCP server of the Paddock tools. It is safe for concurrent
+// use by many MCP sessions.
+type Server struct {
+	srv  *sdk.Server
+	opts Options
+	c    *client.Client
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*sdk.ServerSession]*session
+	closed   bool
+	wg       sync.WaitGroup // one per session: waits for its end, then releases it
+}
+
+// New returns a Server whose sessions act with c (unless opts.Client is
+// set).
+func New(c *client.Client, opts Options) *Server {
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.Version == "" {
+		opts.Version = client.Version
+	}
+	s := &Server{opts: opts, c: c, log: opts.Logger, sessions: map[*sdk.ServerSession]*session{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: "paddock", Title: "Paddock sandbox", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: "Tools that run code in a Paddock sandbox: an isolated Linux machine kept for this session. " +
+			"Files written by one call are there for the next; the working directory is /workspace.",
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	s.srv.AddReceivingMiddleware(s.track)
+	for _, t := range tooluse.Tools(opts.Tools) {
+		s.srv.AddTool(&sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, s.handler(t.Name))
+	}
+	return s
+}
+
+// MCP returns the underlying go-sdk server, for transports other than the
+// ones Run and HTTPHandler cover.
+func (s *Server) MCP() *sdk.Server { return s.srv }
+
+// Run serves one MCP session over t (for example &sdk.StdioTransport{})
+// until the client disconnects or ctx is done, then closes the Server,
+// deleting the session's sandbox, before returning. It suits a server with
+// a single session, such as one on stdio.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	err := s.srv.Run(ctx, t)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
+	return errors.Join(err, s.Close(context.WithoutCancel(ctx)))
+}
+
+// HTTPHandler returns a streamable HTTP handler (GET, POST and DELETE on
+// one endpoint) serving this server's tools. Authentication is the
+// caller's business: wrap the handler. opts.SessionTimeout should be set so
+// that abandoned sessions end and release their sandboxes.
+func (s *Server) HTTPHandler(opts *sdk.StreamableHTTPOptions) http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, opts)
+}
+
+// Sessions returns the number of live MCP sessions.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Close ends every MCP session, deletes their sandboxes and refuses new
+// sessions. It waits for the deletions until ctx is done.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]*sdk.ServerSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		live = append(live, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range live {
+		ss.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("mcp: closing sessions: %w", ctx.Err())
+	}
+}
+
+// track is a receiving middleware that registers a session on its first
+// request (initialize, or server/discover, or a call) and refuses sessions
+// past MaxSessions.
+func (s *Server) track(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
+			if _, err := s.session(ss); err != nil {
+				return nil, err
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// session returns the state of ss, registering it (and a goroutine that
+// releases it when ss ends) the first time.
+func (s *Server) session(ss *sdk.ServerSession) (*session, error) {
+	if ss == nil {
+		return nil, errors.New("no MCP session")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := s.sessions[ss]; ok {
+		return se, nil
+	}
+	if s.closed {
+		return nil, errors.New("the MCP server is shutting down")
+	}
+	if len(s.sessions) >= s.opts.MaxSessions {
+		return nil, ErrTooManySessions
+	}
+	id := ss.ID()
+	if id == "" {
+		id = "mcp_" + rand.Text()[:16]
+	}
+	se := &session{srv: s, id: id}
+	s.sessions[ss] = se
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+		if err := se.close(); err != nil {
+			s.log.Warn("mcp: deleting the session's sandbox failed", "session", se.id, "err", err)
+		}
+	}()
+	return se, nil
+}
+
+// handler returns the tools/call handler of the tool name.
+func (s *Server) handler(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		se, err := s.session(req.Session)
+		if err != nil {
+			return errorResult(err.Error()), nil
+		}
+		var args json.RawMessage
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		note, res := se.call(ctx, req.Extra, name, args)
+		out := &sdk.CallToolResult{IsError: res.IsError}
+		if note != "" {
+			out.Content = append(out.Content, &sdk.TextContent{Text: note})
+		}
+		out.Content = append(out.Content, &sdk.TextContent{Text: res.Text})
+		return out, nil
+	}
+}
+
+func errorResult(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "error: " + msg}}}
+}

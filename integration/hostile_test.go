@@ -89,6 +89,9 @@ func TestMemoryHogContained(t *testing.T) {
 		if res.ExitCode != nil && *res.ExitCode == 0 || res.TimedOut {
 			t.Errorf("memory hog was not stopped: %+v", res)
 		}
+		if !res.OOMKilled || res.Signal == nil || *res.Signal != "SIGKILL" {
+			t.Errorf("memory hog: oom_killed %v signal %v, want an OOM kill reported", res.OOMKilled, ptr(res.Signal))
+		}
 		t.Logf("memory hog result: exit %v signal %v oom_killed %v stderr %q", ptr(res.ExitCode), ptr(res.Signal), res.OOMKilled, tail(res.Stderr, 200))
 	})
 	res, err := sb.Exec(ctx, api.ExecRequest{Command: "echo usable"})

@@ -300,14 +300,18 @@ func (p *proc) snapshot(withOutput bool) api.Process {
 
 // oomKills is the sandbox cgroup's OOM kill count (0 if unknown).
 func oomKills() int64 {
-	data, err := os.ReadFile("/sys/fs/cgroup/memory.events")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
+	// cgroup v2 (memory.events) or v1 (memory.oom_control); the sandbox's
+	// cgroup namespace makes either its own cgroup.
+	for _, p := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return n
+			}
 		}
 	}
 	return 0

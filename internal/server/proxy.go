@@ -30,7 +30,7 @@ const (
 // agentStatuses are the statuses an agent answer may carry through; any
 // other status from a (possibly compromised) agent becomes 502.
 var agentStatuses = map[int]bool{200: true, 201: true, 204: true, 400: true, 404: true,
-	409: true, 413: true, 500: true, 507: true}
+	409: true, 413: true, 429: true, 500: true, 507: true}
 
 // forward sends a request to the sandbox's agent and copies its answer back,
 // flushing as it goes and stopping after limit bytes.
@@ -186,6 +186,18 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, owner string) e
 
 // execRequest decodes and validates an exec body and applies defaults.
 func (s *Server) execRequest(w http.ResponseWriter, r *http.Request, background bool) (*api.ExecRequest, error) {
+	if r.ContentLength > maxExecBody {
+		return nil, fmt.Errorf("%w: request body larger than %d bytes", sandbox.ErrTooLarge, maxExecBody)
+	}
+	// Large bodies are decoded in memory: bound how many at once.
+	if r.ContentLength < 0 || r.ContentLength > maxJSONBody {
+		select {
+		case s.bigBodies <- struct{}{}:
+			defer func() { <-s.bigBodies }()
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
 	var req api.ExecRequest
 	if err := decode(w, r, maxExecBody, &req); err != nil {
 		return nil, err

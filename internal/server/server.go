@@ -48,7 +48,9 @@ type Server struct {
 	keys *store.Keys
 	log  *slog.Logger
 	mux  *http.ServeMux
-	mcp  *mcp.Server // serves /v1/mcp; nil when MCP is disabled
+	// bigBodies bounds concurrent decoding of large exec bodies.
+	bigBodies chan struct{}
+	mcp       *mcp.Server // serves /v1/mcp; nil when MCP is disabled
 }
 
 // New returns the API server.
@@ -56,7 +58,7 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 100 << 20
 	}
-	s := &Server{cfg: cfg, mgr: mgr, keys: keys, log: log, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, mgr: mgr, keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
 	s.routes()
 	return s
 }

@@ -78,7 +78,7 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 			NoNewPrivileges: true,
 		},
 		Hostname: "sandbox",
-		Mounts:   baseMounts(p.HostMounts),
+		Mounts:   baseMounts(p.HostMounts, shmSize(p.Resources.MemoryMiB)),
 		Linux: &specs.Linux{
 			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.UIDBase, Size: idRange}},
 			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: p.UIDBase, Size: idRange}},
@@ -103,12 +103,19 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 	return s, nil
 }
 
-func baseMounts(hostMounts []string) []specs.Mount {
+// shmSize is /dev/shm's size: 64 MiB, or a quarter of the memory limit if
+// smaller, so filling it cannot starve the agent of memory.
+func shmSize(memoryMiB int64) string {
+	kib := min(int64(65536), memoryMiB*1024/4)
+	return fmt.Sprintf("size=%dk", max(kib, 1024))
+}
+
+func baseMounts(hostMounts []string, shm string) []specs.Mount {
 	m := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
 		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
-		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", shm}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},

@@ -282,3 +282,23 @@ type Health struct {
 	Status  string `json:"status"`
 	Version string `json:"version"`
 }
+
+// Port is a TCP port a process in the sandbox listens on, reachable from
+// outside through the daemon's reverse proxy (HTTP and WebSocket).
+type Port struct {
+	Port int `json:"port"`
+	// Address is the listening address inside the sandbox ("0.0.0.0",
+	// "127.0.0.1", "::"); all are reachable through the proxy.
+	Address string `json:"address"`
+	// URL needs the API key (Authorization: Bearer).
+	URL string `json:"url"`
+	// SignedURL carries a token for this sandbox and port only, valid until
+	// SignedURLExpiresAt, usable from a browser.
+	SignedURL          string    `json:"signed_url"`
+	SignedURLExpiresAt time.Time `json:"signed_url_expires_at"`
+}
+
+// ListPortsResponse is the answer to GET /v1/sandboxes/{id}/ports.
+type ListPortsResponse struct {
+	Ports []Port `json:"ports"`
+}

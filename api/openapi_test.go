@@ -34,7 +34,7 @@ func init() {
 		Resources{}, CreateSandboxRequest{}, Sandbox{}, Metrics{}, Usage{}, ListSandboxesResponse{},
 		SetTimeoutRequest{}, ExecRequest{}, ExecResult{}, Event{}, Process{},
 		ListProcessesResponse{}, SignalRequest{}, FileEntry{}, ListFilesResponse{},
-		ErrorResponse{}, ErrorBody{}, Health{},
+		ErrorResponse{}, ErrorBody{}, Health{}, Port{}, ListPortsResponse{},
 	} {
 		t := reflect.TypeOf(v)
 		wireTypes[t.Name()] = t

@@ -16,6 +16,7 @@ package api
 //	POST   /v1/sandboxes/{id}/pause                     → Sandbox (409 if not running)
 //	POST   /v1/sandboxes/{id}/resume                    → Sandbox (409 if not paused; new lease of the original length)
 //	POST   /v1/sandboxes/{id}/checkpoint                → 204 when supported; 501 not_supported with the reason on hosts without a working CRIU (for now every host: the container backend does not implement it yet), 409 if not paused
+//	GET    /v1/sandboxes/{id}/ports                     → ListPortsResponse (proxy: ANY /v1/sandboxes/{id}/ports/{port}/{path}, API key or signed URL)
 //	GET    /v1/sandboxes/{id}/metrics                   → Metrics
 //	GET    /v1/usage?from=&to=                          → Usage (from, to: RFC 3339; default the last 24 h)
 //	POST   /v1/sandboxes/{id}/exec                      ExecRequest → ExecResult, or NDJSON Events with Accept: application/x-ndjson

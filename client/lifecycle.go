@@ -62,3 +62,13 @@ func (c *Client) Usage(ctx context.Context, from, to time.Time) (*api.Usage, err
 	}
 	return &u, nil
 }
+
+// Ports lists the TCP ports processes in the sandbox listen on, with URLs
+// that reach them through the daemon (API key or signed URL).
+func (s *Sandbox) Ports(ctx context.Context) ([]api.Port, error) {
+	var out api.ListPortsResponse
+	if err := s.c.call(ctx, http.MethodGet, sandboxPath(s.ID, "ports"), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Ports, nil
+}

@@ -180,6 +180,10 @@ func run(cfg Config) error {
 	if cfg.PauseRetentionSeconds > 0 {
 		mcfg.PauseRetention = time.Duration(cfg.PauseRetentionSeconds) * time.Second
 	}
+	portKey, err := server.PortKey(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("port key: %w", err)
+	}
 	metrics := server.NewMetrics()
 	mcfg.Events = metrics.Event
 	mgr := manager.New(mcfg, st, b, log)
@@ -193,7 +197,7 @@ func run(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	apiSrv := server.New(server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
+	apiSrv := server.New(server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics, PortKey: portKey,
 		MCP: server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}}, mgr, keys, log)
 	srv := apiSrv.HTTPServer(cfg.Listen)
 	reaperDone := make(chan struct{})

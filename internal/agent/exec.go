@@ -88,7 +88,7 @@ func (s *Server) execSpec(req *api.ExecRequest, background bool) (*execSpec, err
 		return nil, tooLarge("stdin larger than %d bytes", s.cfg.MaxStdinBytes)
 	}
 
-	env, err := commandEnv(os.Environ(), req.Env)
+	env, err := commandEnv(s.baseEnv(), req.Env)
 	if err != nil {
 		return nil, err
 	}

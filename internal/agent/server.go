@@ -70,6 +70,7 @@ type Server struct {
 	log    *slog.Logger
 	procs  *procTable
 	reaper *reaper // nil unless Config.Reaper
+	env    envStore
 }
 
 // NewServer returns a server for cfg. With cfg.Reaper it starts reaping
@@ -94,6 +95,7 @@ func (s *Server) Handler() http.Handler {
 		return nil
 	}))
 	mux.Handle("POST /exec", s.handle(s.handleExec))
+	mux.Handle("PUT /env", s.handle(s.handlePutEnv))
 	mux.Handle("POST /processes", s.handle(s.handleStartProcess))
 	mux.Handle("GET /processes", s.handle(s.handleListProcesses))
 	mux.Handle("GET /processes/{process}", s.handle(s.handleGetProcess))
@@ -107,6 +109,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /files/list", s.handle(s.handleListFiles))
 	mux.Handle("GET /files/stat", s.handle(s.handleStatFile))
 	mux.Handle("POST /files/mkdir", s.handle(s.handleMkdir))
+	mux.Handle("GET /ports", s.handle(s.handlePorts))
+	mux.HandleFunc("GET /connect", s.handleConnect) // hijacks: not wrapped
 	mux.Handle("/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Code: api.CodeNotFound, Msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
 	}))

@@ -37,6 +37,9 @@ type Config struct {
 	Version      string
 	// Metrics, if set, are updated and served at GET /metrics.
 	Metrics *Metrics
+	// PortKey signs port URLs (see PortKey); without it only API keys
+	// reach sandbox ports.
+	PortKey []byte
 	// MCP configures /v1/mcp (see mcp.go).
 	MCP MCPConfig
 }
@@ -50,7 +53,9 @@ type Server struct {
 	mux  *http.ServeMux
 	// bigBodies bounds concurrent decoding of large exec bodies.
 	bigBodies chan struct{}
-	mcp       *mcp.Server // serves /v1/mcp; nil when MCP is disabled
+	// portTransport carries reverse-proxied requests to sandbox ports.
+	portTransport *http.Transport
+	mcp           *mcp.Server // serves /v1/mcp; nil when MCP is disabled
 }
 
 // New returns the API server.
@@ -59,6 +64,12 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *
 		cfg.MaxFileBytes = 100 << 20
 	}
 	s := &Server{cfg: cfg, mgr: mgr, keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
+	s.portTransport = &http.Transport{
+		DialContext:         s.dialPort,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
 	s.routes()
 	return s
 }
@@ -91,6 +102,8 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/checkpoint", s.checkpointSandbox)
 	s.handle("GET /v1/sandboxes/{id}/metrics", s.sandboxMetrics)
 	s.handle("GET /v1/usage", s.usage)
+	s.handle("GET /v1/sandboxes/{id}/ports", s.listPorts)
+	s.mux.HandleFunc("/v1/sandboxes/{id}/ports/{port}/{path...}", s.proxyPort)
 	s.handle("POST /v1/sandboxes/{id}/exec", s.exec)
 	s.handle("POST /v1/sandboxes/{id}/processes", s.startProcess)
 	s.handle("GET /v1/sandboxes/{id}/processes", s.proxyPlain)

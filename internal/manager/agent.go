@@ -1,0 +1,28 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
+)
+
+// RunningAny returns sandbox id if it is running, whoever owns it. Only for
+// callers that authorized the request some other way (signed port URLs).
+func (m *Manager) RunningAny(id string) (*store.Record, error) {
+	r, err := m.store.Get(id)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	if r.State != sandbox.Running {
+		return nil, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, r.State)
+	}
+	return r, nil
+}
+
+// DialAgent connects to a running sandbox's guest agent.
+func (m *Manager) DialAgent(ctx context.Context, id string) (net.Conn, error) {
+	return m.backend.Dial(ctx, id)
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+)
+
+const (
+	portTokenParam  = "paddock_token"
+	portTokenCookie = "paddock_port_token"
+	portTokenTTL    = time.Hour
+)
+
+// PortKey loads (or creates) the daemon's key for signed port URLs.
+func PortKey(stateDir string) ([]byte, error) {
+	p := filepath.Join(stateDir, "port-token.key")
+	if b, err := os.ReadFile(p); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// portToken signs (sandbox, port, expiry).
+func (s *Server) portToken(id string, port int, exp time.Time) string {
+	buf := make([]byte, 8, 40)
+	binary.BigEndian.PutUint64(buf, uint64(exp.Unix()))
+	mac := hmac.New(sha256.New, s.cfg.PortKey)
+	fmt.Fprintf(mac, "%s|%d|%d", id, port, exp.Unix())
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(buf))
+}
+
+func (s *Server) validPortToken(tok, id string, port int) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) != 40 || len(s.cfg.PortKey) == 0 {
+		return false
+	}
+	exp := time.Unix(int64(binary.BigEndian.Uint64(raw[:8])), 0)
+	if time.Now().After(exp) {
+		return false
+	}
+	want, _ := base64.RawURLEncoding.DecodeString(s.portToken(id, port, exp))
+	return subtle.ConstantTimeCompare(raw, want) == 1
+}
+
+// listPorts answers GET /v1/sandboxes/{id}/ports.
+func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, owner string) error {
+	id := r.PathValue("id")
+	if _, err := s.mgr.Running(owner, id); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), agentGrace)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+id+"/ports", nil)
+	resp, err := s.mgr.AgentClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Ports []struct {
+			Port    int    `json:"port"`
+			Address string `json:"address"`
+		} `json:"ports"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&got) != nil {
+		return fmt.Errorf("%w: agent answered %s to a port listing", sandbox.ErrUnavailable, resp.Status)
+	}
+	base := externalBase(r)
+	exp := time.Now().Add(portTokenTTL).Truncate(time.Second)
+	out := api.ListPortsResponse{Ports: []api.Port{}}
+	for _, p := range got.Ports {
+		if p.Port < 1 || p.Port > 65535 || len(out.Ports) >= 1024 {
+			continue
+		}
+		u := fmt.Sprintf("%s/v1/sandboxes/%s/ports/%d/", base, id, p.Port)
+		out.Ports = append(out.Ports, api.Port{
+			Port: p.Port, Address: p.Address, URL: u,
+			SignedURL:          u + "?" + portTokenParam + "=" + s.portToken(id, p.Port, exp),
+			SignedURLExpiresAt: exp.UTC(),
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// externalBase is the scheme and host the client used to reach the API.
+func externalBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// proxyPort serves /v1/sandboxes/{id}/ports/{port}/{path...}: a reverse
+// proxy (HTTP and WebSocket) to that port inside the sandbox, reached
+// through the guest agent. It accepts the owner's API key or a signed
+// token; other keys get 404. Credentials are never forwarded.
+func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		writeError(w, fmt.Errorf("%w: port must be 1-65535", sandbox.ErrInvalid))
+		return
+	}
+	authorized := false
+	if owner, ok := s.auth(r); ok {
+		if _, err := s.mgr.Get(owner, id); err != nil {
+			writeError(w, err)
+			return
+		}
+		authorized = true
+	}
+	tok := r.URL.Query().Get(portTokenParam)
+	fromQuery := tok != ""
+	if tok == "" {
+		if c, err := r.Cookie(portTokenCookie); err == nil {
+			tok = c.Value
+		}
+	}
+	if !authorized && tok != "" {
+		authorized = s.validPortToken(tok, id, port)
+	}
+	if !authorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
+		writeError(w, fmt.Errorf("%w: an API key or a signed port URL is required", sandbox.ErrUnauthorized))
+		return
+	}
+	if _, err := s.mgr.RunningAny(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	prefix := fmt.Sprintf("/v1/sandboxes/%s/ports/%d", id, port)
+	if fromQuery && s.validPortToken(tok, id, port) {
+		http.SetCookie(w, &http.Cookie{Name: portTokenCookie, Value: tok, Path: prefix + "/",
+			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", fmt.Sprintf("p%d.%s", port, id)
+			pr.Out.URL.Path = "/" + r.PathValue("path")
+			pr.Out.URL.RawPath = ""
+			q := pr.Out.URL.Query()
+			q.Del(portTokenParam)
+			pr.Out.URL.RawQuery = q.Encode()
+			pr.Out.Header.Del("Authorization")
+			stripCookie(pr.Out, portTokenCookie)
+			pr.SetXForwarded()
+			pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+		},
+		Transport: s.portTransport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, fmt.Errorf("%w: port %d: %v", sandbox.ErrUnavailable, port, err))
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// stripCookie removes one cookie from a request's Cookie headers.
+func stripCookie(r *http.Request, name string) {
+	cs := r.Cookies()
+	r.Header.Del("Cookie")
+	for _, c := range cs {
+		if c.Name != name {
+			r.AddCookie(c)
+		}
+	}
+}
+
+// dialPort connects to a port inside a sandbox through its agent. addr is
+// "p<port>.<sandbox id>:80", as set by proxyPort.
+func (s *Server) dialPort(ctx context.Context, _, addr string) (net.Conn, error) {
+	host, _, _ := net.SplitHostPort(addr)
+	ps, id, ok := strings.Cut(host, ".")
+	port, err := strconv.Atoi(strings.TrimPrefix(ps, "p"))
+	if !ok || err != nil {
+		return nil, fmt.Errorf("bad port address %q", addr)
+	}
+	c, err := s.mgr.DialAgent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	fmt.Fprintf(c, "GET /connect?port=%d HTTP/1.1\r\nHost: agent\r\nConnection: Upgrade\r\nUpgrade: paddock-tcp\r\n\r\n", port)
+	br := bufio.NewReaderSize(c, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		c.Close()
+		var e api.ErrorResponse
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			return nil, fmt.Errorf("%s", e.Error.Message)
+		}
+		return nil, fmt.Errorf("agent answered %s", resp.Status)
+	}
+	c.SetDeadline(time.Time{})
+	return &bufferedConn{Conn: c, r: br}, nil
+}
+
+// bufferedConn reads through the bufio.Reader that parsed the upgrade.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }

@@ -45,6 +45,48 @@ type CreateSandboxRequest struct {
 	// MaxCostMicros refuses the create if the first lease would cost more
 	// and stops the sandbox once its cost crosses it (0 = no limit).
 	MaxCostMicros int64 `json:"max_cost_micros,omitempty"`
+	// Network is the sandbox's egress policy (default mode "off").
+	Network *NetworkPolicy `json:"network,omitempty"`
+	// Secrets names secrets (POST /v1/secrets) the sandbox may use: each
+	// becomes an env var of that name holding a placeholder, which the
+	// egress proxy replaces with the real value in requests to the
+	// secret's hosts only.
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// Network modes.
+const (
+	NetworkOff       = "off"
+	NetworkAllowlist = "allowlist"
+	NetworkFull      = "full"
+)
+
+// NetworkPolicy is a sandbox's egress policy. Allow and Deny hold host
+// names ("pypi.org"), wildcards ("*.npmjs.org", not matching the apex) and
+// CIDRs ("10.0.0.0/8").
+type NetworkPolicy struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// CreateSecretRequest is the body of POST /v1/secrets.
+type CreateSecretRequest struct {
+	Name  string   `json:"name"`
+	Value string   `json:"value"`
+	Hosts []string `json:"hosts"`
+}
+
+// Secret describes a secret; its value is write-only and never returned.
+type Secret struct {
+	Name      string    `json:"name"`
+	Hosts     []string  `json:"hosts"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ListSecretsResponse is the answer to GET /v1/secrets.
+type ListSecretsResponse struct {
+	Secrets []Secret `json:"secrets"`
 }
 
 // On-timeout actions.
@@ -72,7 +114,9 @@ type Sandbox struct {
 	OnTimeout     string `json:"on_timeout"`
 	MaxCostMicros int64  `json:"max_cost_micros,omitempty"`
 	// PausedAt is set while the sandbox is paused.
-	PausedAt *time.Time `json:"paused_at,omitempty"`
+	PausedAt *time.Time    `json:"paused_at,omitempty"`
+	Network  NetworkPolicy `json:"network"`
+	Secrets  []string      `json:"secrets,omitempty"`
 }
 
 // Metrics is the resource accounting of one sandbox
@@ -301,4 +345,152 @@ type Port struct {
 // ListPortsResponse is the answer to GET /v1/sandboxes/{id}/ports.
 type ListPortsResponse struct {
 	Ports []Port `json:"ports"`
+}
+
+// Template describes a template sandboxes can be created from
+// (GET /v1/templates). Shared templates come from the daemon's config and
+// every key sees them; the others belong to the key that made them
+// (Owner) and only that key sees or uses them.
+type Template struct {
+	// Name is "name:tag" ("base" and config templates without a tag keep
+	// their config name).
+	Name string `json:"name"`
+	// Source says where the template came from: "host system", "image
+	// <ref>", "oci_layout <path>", "tarball <path>", "template <name>",
+	// "recipe from <from>", "dockerfile from <from>", "snapshot of <id>".
+	Source string `json:"source"`
+	// Digest is the image's manifest digest, or for built templates a
+	// hash of its layers and config.
+	Digest string `json:"digest,omitempty"`
+	// Size is the bytes of the template's layers on disk (layers shared
+	// with other templates count in each).
+	Size      int64     `json:"size"`
+	Layers    int       `json:"layers"`
+	CreatedAt time.Time `json:"created_at"`
+	Shared    bool      `json:"shared"`
+	// Owner is the id of the key that owns a per-tenant template.
+	Owner string `json:"owner,omitempty"`
+	// Runtime is the OCI runtime its sandboxes run on (empty: the default).
+	Runtime string `json:"runtime,omitempty"`
+	// OnBase is set when the template's layers sit on the base template
+	// (the host's read-only system).
+	OnBase bool `json:"on_base,omitempty"`
+	// Env is applied to every sandbox of the template (a create request's
+	// env wins); Workdir, User and Cmd are recorded from the image or
+	// recipe.
+	Env     []string `json:"env,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+	User    string   `json:"user,omitempty"`
+	Cmd     []string `json:"cmd,omitempty"`
+	// Status is "ready", or "pulling"/"failed: ..." for a shared template
+	// the daemon is still fetching.
+	Status string `json:"status"`
+}
+
+// ListTemplatesResponse is the answer to GET /v1/templates.
+type ListTemplatesResponse struct {
+	Templates []Template `json:"templates"`
+}
+
+// TemplateSource names what a template is made from. Exactly one of Image,
+// OCILayout, Tarball and Template is set. OCILayout and Tarball are paths
+// on the daemon's host, inside one of its template import directories.
+type TemplateSource struct {
+	// Image is a registry reference; credentials come from the daemon's
+	// Docker config file.
+	Image     string `json:"image,omitempty"`
+	OCILayout string `json:"oci_layout,omitempty"`
+	Tarball   string `json:"tarball,omitempty"`
+	// Tag picks one image of an OCI layout or a tarball.
+	Tag      string `json:"tag,omitempty"`
+	Template string `json:"template,omitempty"`
+}
+
+// CreateTemplateRequest is the body of POST /v1/templates. Name is
+// "name[:tag]" (tag "latest" when left out). Exactly one of From, Recipe
+// and Dockerfile is set.
+type CreateTemplateRequest struct {
+	Name   string          `json:"name"`
+	From   *TemplateSource `json:"from,omitempty"`
+	Recipe *Recipe         `json:"recipe,omitempty"`
+	// Dockerfile is the text of a Dockerfile (FROM, RUN, COPY, ADD, ENV,
+	// ARG, WORKDIR, USER, CMD); COPY and ADD read from Context.
+	Dockerfile string `json:"dockerfile,omitempty"`
+	// Context maps build-context paths to file contents (base64).
+	Context   map[string][]byte `json:"context,omitempty"`
+	BuildArgs map[string]string `json:"build_args,omitempty"`
+	// Resources size the build's sandboxes (defaults as for a sandbox).
+	Resources *Resources `json:"resources,omitempty"`
+	// StepTimeoutSeconds bounds each build step (default 600).
+	StepTimeoutSeconds int64 `json:"step_timeout_seconds,omitempty"`
+	// NoCache rebuilds every step instead of reusing cached layers.
+	NoCache bool `json:"no_cache,omitempty"`
+}
+
+// Recipe builds a template: From (a template, else a registry image) and
+// then Steps in order. Every step that changes files runs in a sandbox of
+// the template built so far and becomes one cached layer.
+type Recipe struct {
+	From  string       `json:"from"`
+	Steps []RecipeStep `json:"steps"`
+}
+
+// RecipeStep is one build step; exactly one field is set. Run is a shell
+// command (/bin/sh -c). Apt, Pip and Npm install packages and need a
+// package mirror reachable from the sandbox (sandboxes have no network by
+// default, so they fail without one). Env, Workdir, User and Cmd change
+// only the template's config.
+type RecipeStep struct {
+	Run     string            `json:"run,omitempty"`
+	Copy    *CopyStep         `json:"copy,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Workdir string            `json:"workdir,omitempty"`
+	User    string            `json:"user,omitempty"`
+	Cmd     []string          `json:"cmd,omitempty"`
+	Apt     []string          `json:"apt,omitempty"`
+	Pip     []string          `json:"pip,omitempty"`
+	Npm     []string          `json:"npm,omitempty"`
+}
+
+// CopyStep writes a file (Content as text or SrcBase64 as bytes) at Dst,
+// or unpacks a tar archive (TarBase64) into the directory Dst. A relative
+// Dst is relative to the recipe's workdir (or /). Mode is octal ("0755"),
+// default 0644.
+type CopyStep struct {
+	Content   string `json:"content,omitempty"`
+	SrcBase64 []byte `json:"src_base64,omitempty"`
+	TarBase64 []byte `json:"tar_base64,omitempty"`
+	Dst       string `json:"dst"`
+	Mode      string `json:"mode,omitempty"`
+}
+
+// Build event types of an NDJSON template build stream.
+const (
+	BuildEventStep   = "step"   // a step starts
+	BuildEventOutput = "output" // output of the running step
+	BuildEventCached = "cached" // the step was taken from the cache
+	BuildEventDone   = "done"   // the template is ready (Template set)
+	BuildEventError  = "error"  // the build failed (Error set); ends the stream
+)
+
+// BuildEvent is one line of the NDJSON stream of POST /v1/templates with
+// Accept: application/x-ndjson.
+type BuildEvent struct {
+	Type string `json:"type"`
+	// Step counts from 1 over Steps (the FROM is step 0).
+	Step        int    `json:"step,omitempty"`
+	Steps       int    `json:"steps,omitempty"`
+	Instruction string `json:"instruction,omitempty"`
+	// Stream is "stdout" or "stderr" for output events.
+	Stream     string     `json:"stream,omitempty"`
+	Output     string     `json:"output,omitempty"`
+	DurationMS int64      `json:"duration_ms,omitempty"`
+	Template   *Template  `json:"template,omitempty"`
+	Error      *ErrorBody `json:"error,omitempty"`
+}
+
+// SnapshotRequest is the body of POST /v1/sandboxes/{id}/snapshot: the
+// sandbox's files become template Name ("name[:tag]").
+type SnapshotRequest struct {
+	Name string `json:"name"`
 }

@@ -35,6 +35,9 @@ func init() {
 		SetTimeoutRequest{}, ExecRequest{}, ExecResult{}, Event{}, Process{},
 		ListProcessesResponse{}, SignalRequest{}, FileEntry{}, ListFilesResponse{},
 		ErrorResponse{}, ErrorBody{}, Health{}, Port{}, ListPortsResponse{},
+		Template{}, ListTemplatesResponse{}, TemplateSource{}, CreateTemplateRequest{}, Recipe{},
+		RecipeStep{}, CopyStep{}, BuildEvent{}, SnapshotRequest{},
+		NetworkPolicy{}, CreateSecretRequest{}, Secret{}, ListSecretsResponse{},
 	} {
 		t := reflect.TypeOf(v)
 		wireTypes[t.Name()] = t

@@ -72,3 +72,39 @@ func (s *Sandbox) Ports(ctx context.Context) ([]api.Port, error) {
 	}
 	return out.Ports, nil
 }
+
+// SetNetwork replaces the sandbox's network policy; it applies at once,
+// cutting connections that are no longer allowed.
+func (s *Sandbox) SetNetwork(ctx context.Context, p api.NetworkPolicy) error {
+	var sb api.Sandbox
+	if err := s.c.call(ctx, http.MethodPatch, sandboxPath(s.ID, "network"), nil, p, &sb); err != nil {
+		return err
+	}
+	s.Sandbox = sb
+	return nil
+}
+
+// CreateSecret stores a secret for this API key. Sandboxes created with
+// its name in Secrets see only a placeholder; the egress proxy puts the
+// value in its place in requests to the secret's hosts.
+func (c *Client) CreateSecret(ctx context.Context, req api.CreateSecretRequest) (*api.Secret, error) {
+	var s api.Secret
+	if err := c.call(ctx, http.MethodPost, "/secrets", nil, req, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Secrets lists this key's secrets (names and hosts, never values).
+func (c *Client) Secrets(ctx context.Context) ([]api.Secret, error) {
+	var out api.ListSecretsResponse
+	if err := c.call(ctx, http.MethodGet, "/secrets", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Secrets, nil
+}
+
+// DeleteSecret removes one of this key's secrets.
+func (c *Client) DeleteSecret(ctx context.Context, name string) error {
+	return c.call(ctx, http.MethodDelete, "/secrets/"+url.PathEscape(name), nil, nil, nil)
+}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/client"
+	"github.com/paddock-sandbox/paddock/internal/backend/container"
+	"github.com/paddock-sandbox/paddock/internal/network"
 )
 
 var (
@@ -45,7 +47,7 @@ func TestMain(m *testing.M) {
 	opts := daemonOptions{}
 	if _, err := exec.LookPath("crun"); err == nil {
 		// A template served by another runtime, picked by configuration.
-		opts.config = `{"templates": {"base-crun": {"runtime": "crun"}}}`
+		opts.config = `{"templates": {"base-crun": {"runtime": "crun"}}, "network": {"disabled": true}}`
 	}
 	d, err := startDaemon(opts)
 	if err != nil {
@@ -181,6 +183,9 @@ func (d *daemon) shutdown() {
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	d.cmd.Wait()
+	// The daemon is gone for good: drop its packet-filter table too.
+	network.RemoveTable(container.DefaultCgroupParent(d.stateDir))
+	syscall.Unmount(filepath.Join(d.stateDir, "netns"), syscall.MNT_DETACH)
 	os.RemoveAll(d.stateDir)
 }
 
@@ -234,3 +239,5 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func ctxBG() context.Context { return context.Background() }

@@ -40,7 +40,9 @@ func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fs := strings.Fields(sc.Text())
-			if len(fs) > 4 && strings.HasPrefix(fs[4], stateDir+"/") {
+			// <state>/netns itself is the daemon's shared mount point for
+			// pinned namespaces, not a sandbox's.
+			if len(fs) > 4 && strings.HasPrefix(fs[4], stateDir+"/") && fs[4] != stateDir+"/netns" {
 				h.Mounts++
 			}
 		}

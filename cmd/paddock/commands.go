@@ -145,6 +145,12 @@ own name. Only regular files are copied.
 			run: (*cli).cmdStart,
 		},
 		{
+			name: "template", aliases: []string{"templates"}, args: "build|ls|get|rm|snapshot [flags] [ARGS]",
+			summary: "Build, list and delete templates",
+			detail:  templateDetail,
+			run:     (*cli).cmdTemplate,
+		},
+		{
 			name: "mcp", args: "[flags]",
 			summary: "Serve the sandbox tools to an MCP client over stdio",
 			detail:  mcpDetail,

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -43,6 +44,15 @@ type Config struct {
 	CgroupParent          string                        `json:"cgroup_parent,omitempty"`
 	Prices                *manager.Prices               `json:"prices,omitempty"`
 	PauseRetentionSeconds int64                         `json:"pause_retention_seconds,omitempty"`
+	// WarmPool is the number of idle sandboxes kept ready per template.
+	WarmPool map[string]int `json:"warm_pool,omitempty"`
+	// TemplateCacheBytes is the disk budget of the template store (image
+	// layers and the build cache; 0 = none); TemplateImportDirs are the
+	// host directories API requests may import oci_layout and tarball
+	// sources from (default <state-dir>/import). See cmd/paddockd/templates.go.
+	TemplateCacheBytes int64         `json:"template_cache_bytes,omitempty"`
+	TemplateImportDirs []string      `json:"template_import_dirs,omitempty"`
+	Network            NetworkConfig `json:"network,omitempty"`
 }
 
 func serve(args []string) error {
@@ -58,6 +68,7 @@ func serve(args []string) error {
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
+	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
@@ -106,6 +117,12 @@ func serve(args []string) error {
 	cfg.DefaultTimeout = pickInt("default-timeout", *defTimeout, cfg.DefaultTimeout)
 	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
 	cfg.CgroupParent = pick("cgroup-parent", *cgroupParent, cfg.CgroupParent)
+	if set["warm-pool"] {
+		if cfg.WarmPool == nil {
+			cfg.WarmPool = map[string]int{}
+		}
+		cfg.WarmPool["base"] = *warmPool
+	}
 	return run(cfg)
 }
 
@@ -151,14 +168,20 @@ func run(cfg Config) error {
 	if _, ok := runtimes[cfg.Runtime]; !ok {
 		return fmt.Errorf("runtime %q not found (build it with `make`, install it, or name its path in the config's runtimes)", cfg.Runtime)
 	}
+	tw, err := openTemplates(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tw.close()
 	b, err := container.New(container.Config{
 		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
 		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
-		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent,
+		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent, Images: tw.images,
 	})
 	if err != nil {
 		return err
 	}
+	tw.backend = b
 	st, err := store.Open(cfg.StateDir)
 	if err != nil {
 		return err
@@ -184,12 +207,28 @@ func run(cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("port key: %w", err)
 	}
+	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
+		return err
+	}
+	mcfg.WarmPool = cfg.WarmPool
 	metrics := server.NewMetrics()
 	mcfg.Events = metrics.Event
 	mgr := manager.New(mcfg, st, b, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if err := tw.start(ctx, cfg, mgr, log); err != nil {
+		return err
+	}
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
+	}
+	stopNet, err := startNetwork(ctx, cfg, mgr, log)
+	if err != nil {
+		log.Warn("networking unavailable: sandboxes get network mode off only", "err", err)
+		stopNet = func() {}
+	}
+	defer stopNet()
 	if err := mgr.Recover(ctx); err != nil {
 		return err
 	}
@@ -223,4 +262,23 @@ func run(cfg Config) error {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// checkWarmPool refuses negative pool sizes and warns about pools the
+// daemon cannot fill (unknown templates, more than --max-sandboxes).
+func checkWarmPool(sizes map[string]int, templates []string, maxSandboxes int, log *slog.Logger) error {
+	total := 0
+	for t, n := range sizes {
+		if n < 0 {
+			return fmt.Errorf("warm_pool: %q: size must not be negative", t)
+		}
+		if n > 0 && !slices.Contains(templates, t) {
+			log.Warn("warm_pool names a template that does not exist (yet); it is filled once it does", "template", t)
+		}
+		total += n
+	}
+	if total > maxSandboxes {
+		log.Warn("warm pools together exceed --max-sandboxes; they are filled as far as it allows", "pools", total, "max_sandboxes", maxSandboxes)
+	}
+	return nil
 }

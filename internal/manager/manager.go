@@ -48,6 +48,9 @@ type Config struct {
 	// Events, if set, is called with the name of each lifecycle event
 	// ("create", "expire", "pause", ...), for metrics.
 	Events func(event string)
+	// WarmPool is the number of idle sandboxes kept ready per template
+	// (see pool.go).
+	WarmPool map[string]int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -73,6 +76,9 @@ type Manager struct {
 	backend sandbox.Backend
 	log     *slog.Logger
 	agent   *http.Client
+	net     *Network
+	pool    *pool
+	tpl     *Templates // nil: only the backend's templates (see templates.go)
 
 	mu      sync.Mutex
 	live    map[string]string // live sandbox id → owner
@@ -82,7 +88,7 @@ type Manager struct {
 // New returns a manager. Call Recover before serving and Run to reap.
 func New(cfg Config, st *store.Store, b sandbox.Backend, log *slog.Logger) *Manager {
 	m := &Manager{cfg: cfg, store: st, backend: b, log: log,
-		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}, pool: newPool(cfg.WarmPool)}
 	m.agent = &http.Client{Transport: &http.Transport{
 		// The URL host is the sandbox id; the backend knows its socket.
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
@@ -137,6 +143,16 @@ func (m *Manager) Create(ctx context.Context, owner string, req api.CreateSandbo
 	if err != nil {
 		return nil, err
 	}
+	if err := m.validateNetwork(owner, req, rec); err != nil {
+		return nil, err
+	}
+	tref, err := m.templateRef(owner, rec.Template)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok, err := m.fromPool(ctx, owner, req, rec, tref); ok {
+		return r, err
+	}
 	rec.ID, rec.Owner, rec.State = newID(), owner, sandbox.Creating
 	if err := m.admit(rec.ID, owner); err != nil {
 		return nil, err
@@ -148,8 +164,16 @@ func (m *Manager) Create(ctx context.Context, owner string, req api.CreateSandbo
 		return nil, fmt.Errorf("persist: %w", err)
 	}
 	start := time.Now()
-	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: rec.Template, Resources: rec.Resources, Env: rec.Env})
+	netCfg, err := m.setupNetwork(ctx, rec)
 	if err != nil {
+		m.teardownNetwork(context.WithoutCancel(ctx), rec.ID)
+		m.release(rec.ID)
+		m.end(rec.ID, sandbox.Terminated, "failed: "+err.Error())
+		return nil, err
+	}
+	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: tref, Resources: rec.Resources, Env: rec.Env, Network: netCfg})
+	if err != nil {
+		m.teardownNetwork(context.WithoutCancel(ctx), rec.ID)
 		m.release(rec.ID)
 		m.end(rec.ID, sandbox.Terminated, "failed: "+err.Error())
 		return nil, fmt.Errorf("create sandbox: %w", err)
@@ -258,6 +282,7 @@ func (m *Manager) terminate(ctx context.Context, id string, state sandbox.State,
 	if err := m.backend.Destroy(ctx, id); err != nil {
 		return fmt.Errorf("destroy %s: %w", id, err)
 	}
+	m.teardownNetwork(ctx, id)
 	m.release(id)
 	m.end(id, state, reason)
 	m.event(endEvent(reason))

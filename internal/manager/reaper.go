@@ -21,6 +21,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
+	recs = m.recoverPool(ctx, recs)
 	onHost, err := m.backend.List(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
@@ -67,6 +68,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			}
 		}
 	}
+	m.recoverNetwork(ctx, adopted)
 	return nil
 }
 
@@ -82,6 +84,7 @@ func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, r
 		m.log.Error("destroy", "sandbox", id, "err", err)
 		return
 	}
+	m.teardownNetwork(ctx, id)
 	m.release(id)
 	m.end(id, state, reason)
 	m.log.Info("sandbox ended", "sandbox", id, "state", state, "reason", reason)
@@ -91,6 +94,7 @@ func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, r
 // are marked stopped and cleaned up, and old records are pruned. It works
 // from the store, not from timers, so a restart loses nothing.
 func (m *Manager) Run(ctx context.Context) {
+	m.startPool(ctx)
 	tick := time.NewTicker(m.cfg.ReapInterval)
 	defer tick.Stop()
 	var lastLiveness time.Time
@@ -120,6 +124,9 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 	for _, r := range recs {
 		if ctx.Err() != nil {
 			return
+		}
+		if m.reapPooled(ctx, r, now, checkLive) {
+			continue
 		}
 		switch {
 		case r.State == sandbox.Running && !now.Before(r.ExpiresAt) && r.OnTimeout == "pause":

@@ -27,7 +27,7 @@ func (m *Manager) validate(req api.CreateSandboxRequest) (*store.Record, error) 
 	if tpl == "" {
 		tpl = "base"
 	}
-	if !slices.Contains(m.backend.Templates(), tpl) {
+	if m.tpl == nil && !slices.Contains(m.backend.Templates(), tpl) { // else Create checks it per key
 		return nil, fmt.Errorf("%w: %q (available: %s)", sandbox.ErrUnknownTemplate, tpl, strings.Join(m.backend.Templates(), ", "))
 	}
 	d, err := m.timeout(req.TimeoutSeconds)

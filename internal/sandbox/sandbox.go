@@ -41,6 +41,8 @@ type Spec struct {
 	Resources Resources
 	// Env is added to the environment of every process in the sandbox.
 	Env map[string]string
+	// Network, if set, joins a prepared network namespace.
+	Network *NetworkConfig
 }
 
 // Info is what a backend reports about a sandbox it created.

@@ -33,6 +33,11 @@ func toAPI(r *store.Record) api.Sandbox {
 	if out.OnTimeout == "" {
 		out.OnTimeout = api.OnTimeoutKill
 	}
+	out.Network = api.NetworkPolicy{Mode: r.Network.Mode, Allow: r.Network.Allow, Deny: r.Network.Deny}
+	if out.Network.Mode == "" {
+		out.Network.Mode = api.NetworkOff
+	}
+	out.Secrets = r.Secrets
 	return out
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
+	"github.com/paddock-sandbox/paddock/internal/template"
 	"github.com/paddock-sandbox/paddock/tooluse/mcp"
 )
 
@@ -102,6 +103,10 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/checkpoint", s.checkpointSandbox)
 	s.handle("GET /v1/sandboxes/{id}/metrics", s.sandboxMetrics)
 	s.handle("GET /v1/usage", s.usage)
+	s.handle("PATCH /v1/sandboxes/{id}/network", s.updateNetwork)
+	s.handle("POST /v1/secrets", s.createSecret)
+	s.handle("GET /v1/secrets", s.listSecrets)
+	s.handle("DELETE /v1/secrets/{name}", s.deleteSecret)
 	s.handle("GET /v1/sandboxes/{id}/ports", s.listPorts)
 	s.mux.HandleFunc("/v1/sandboxes/{id}/ports/{port}/{path...}", s.proxyPort)
 	s.handle("POST /v1/sandboxes/{id}/exec", s.exec)
@@ -118,6 +123,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/files/list", s.proxyPlain)
 	s.handle("GET /v1/sandboxes/{id}/files/stat", s.proxyPlain)
 	s.handle("POST /v1/sandboxes/{id}/files/mkdir", s.proxyPlain)
+	// Templates: GET/POST /v1/templates, GET/DELETE /v1/templates/{name},
+	// POST /v1/sandboxes/{id}/snapshot (templates.go).
+	s.templateRoutes()
 	s.mux.Handle("/v1/mcp", s.mcpHandler()) // GET, POST, DELETE; authenticates itself
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no route %s %s", sandbox.ErrNotFound, r.Method, r.URL.Path))
@@ -206,6 +214,8 @@ func status(err error) int {
 		return http.StatusBadGateway
 	case errors.Is(err, sandbox.ErrNoCapacity):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, template.ErrBudget):
+		return http.StatusInsufficientStorage
 	case errors.Is(err, sandbox.ErrNotSupported):
 		return http.StatusNotImplemented
 	case errors.Is(err, context.DeadlineExceeded):

@@ -6,6 +6,8 @@
 //
 //	bucket "meta"       key "schema"  → "1"
 //	bucket "sandboxes"  key <id>      → JSON Record
+//	bucket "secrets"    key <key-id>/<name> → JSON SecretRecord (the value
+//	                    in clear: the database is 0600 and only root reads it)
 //
 // API keys (<state-dir>/keys/<key-id>.json, mode 0600) hold a KeyRecord:
 // the SHA-256 of the secret, never the secret itself. Every write is a
@@ -30,6 +32,7 @@ const schemaVersion = "1"
 var (
 	bucketMeta      = []byte("meta")
 	bucketSandboxes = []byte("sandboxes")
+	bucketSecrets   = []byte("secrets")
 )
 
 // Record is the persisted state of one sandbox.
@@ -52,6 +55,18 @@ type Record struct {
 	MaxCostMicros  int64      `json:"max_cost_micros,omitempty"`
 	PausedAt       *time.Time `json:"paused_at,omitempty"`
 	Usage          Usage      `json:"usage"`
+	// Network is the egress policy; Secrets the secret names bound to the
+	// sandbox and Placeholders the value its env holds for each.
+	Network      NetworkPolicy     `json:"network,omitempty"`
+	Secrets      []string          `json:"secrets,omitempty"`
+	Placeholders map[string]string `json:"placeholders,omitempty"`
+}
+
+// NetworkPolicy is a persisted egress policy (see api.NetworkPolicy).
+type NetworkPolicy struct {
+	Mode  string   `json:"mode,omitempty"`
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
 }
 
 // Usage is a sandbox's accumulated resource use, sampled by the reaper.
@@ -89,7 +104,10 @@ func Open(dir string) (*Store, error) {
 		if err := meta.Put([]byte("schema"), []byte(schemaVersion)); err != nil {
 			return err
 		}
-		_, err = tx.CreateBucketIfNotExists(bucketSandboxes)
+		if _, err = tx.CreateBucketIfNotExists(bucketSandboxes); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketSecrets)
 		return err
 	})
 	if err != nil {

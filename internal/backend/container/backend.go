@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/template"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,10 +31,18 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 func validID(id string) bool { return idPattern.MatchString(id) }
 
-// Template configures a named template. Today every template derives from
-// the embedded "base" root; Runtime picks the OCI runtime for it.
+// Template configures a named template. Runtime picks the OCI runtime for
+// it. Without a source it is the embedded "base" root; with one of Image
+// (a registry reference), OCILayout, Tarball (with Tag to pick an image)
+// or Dir (a root directory) the daemon imports that image as a shared
+// template (see images.go) and Config.Images resolves it.
 type Template struct {
-	Runtime string `json:"runtime,omitempty"`
+	Runtime   string `json:"runtime,omitempty"`
+	Image     string `json:"image,omitempty"`
+	OCILayout string `json:"oci_layout,omitempty"`
+	Tarball   string `json:"tarball,omitempty"`
+	Tag       string `json:"tag,omitempty"`
+	Dir       string `json:"dir,omitempty"`
 }
 
 // Config configures the backend.
@@ -48,6 +57,9 @@ type Config struct {
 	DefaultRuntime string
 	// Templates adds named templates besides "base".
 	Templates map[string]Template
+	// Images resolves any other template name (and config templates with
+	// a source) to image layers; nil means only base templates exist.
+	Images func(name string) (*template.Root, error)
 	// UIDBase is the first host uid mapped to a sandbox; sandbox n maps
 	// uid 0 to UIDBase + n*65536. MaxSlots bounds n.
 	UIDBase  uint32
@@ -85,6 +97,7 @@ type Backend struct {
 
 	mu    sync.Mutex
 	slots map[int]string // uid slot → sandbox id
+	img   *imageState
 }
 
 // meta is persisted per sandbox so Destroy and recovery know what it used.
@@ -150,11 +163,18 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("base template: %w", err)
 	}
 	b.base = base
-	keep := map[string]bool{base.dir: true}
+	b.img = &imageState{userns: map[uint32]*os.File{}}
+	if b.img.paddock, err = buildPaddockLayer(cfg.StateDir, cfg.AgentBinary); err != nil {
+		return nil, fmt.Errorf("paddock layer: %w", err)
+	}
+	b.img.holder, _ = exec.LookPath("cat")
+	keep := map[string]bool{base.dir: true, b.img.paddock: true}
 	for _, id := range b.dirIDs() {
 		if m, err := b.readMeta(id); err == nil {
 			b.slots[m.Slot] = id
-			keep[m.Lower] = true
+			for _, l := range strings.Split(m.Lower, ":") {
+				keep[l] = true
+			}
 		}
 	}
 	gcTemplates(cfg.StateDir, keep)
@@ -231,10 +251,11 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	if !validID(spec.ID) {
 		return info, fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, spec.ID)
 	}
-	rt, err := b.runtimeFor(spec.Template)
+	root, err := b.rootFor(spec)
 	if err != nil {
 		return info, err
 	}
+	rt := root.runtime
 	slot, err := b.allocSlot(spec.ID)
 	if err != nil {
 		return info, err
@@ -254,7 +275,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 		}
 	}()
 	m := meta{ID: spec.ID, Slot: slot, UIDBase: b.cfg.UIDBase + uint32(slot)*idRange,
-		Template: spec.Template, Runtime: rt.name, Lower: b.base.dir}
+		Template: spec.Template, Runtime: rt.name, Lower: root.lower()}
 	mb, _ := json.Marshal(m)
 	if err := os.WriteFile(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
 		return info, err
@@ -266,20 +287,29 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	if err := prepareUpper(upper, int(m.UIDBase)); err != nil {
 		return info, err
 	}
+	if spec.Network != nil {
+		if err := prepareNetwork(upper, int(m.UIDBase), spec.Network); err != nil {
+			return info, fmt.Errorf("network files: %w", err)
+		}
+	}
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return info, err
 	}
 	rootfs := filepath.Join(dir, "rootfs")
-	if err := mountOverlay(b.base.dir, upper, work, rootfs); err != nil {
+	if err := root.mount(b, dir, upper, work, rootfs, m.UIDBase); err != nil {
 		return info, err
 	}
 	s, err := buildSpec(specParams{
-		ID: spec.ID, CgroupParent: b.cfg.CgroupParent, Rootfs: rootfs, HostMounts: b.base.mounts, UIDBase: m.UIDBase,
-		Resources: spec.Resources, Env: spec.Env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
+		ID: spec.ID, CgroupParent: b.cfg.CgroupParent, Rootfs: rootfs, HostMounts: root.hostMounts, UIDBase: m.UIDBase,
+		Resources: spec.Resources, Env: root.env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
 	})
 	if err != nil {
 		return info, err
 	}
+	if spec.Network != nil {
+		joinNetwork(s, spec.Network)
+	}
+	s.Process.Env = dedupeEnv(s.Process.Env)
 	sb, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
 		return info, err

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/paddock-sandbox/paddock/api"
+)
+
+func (s *Server) createSecret(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req api.CreateSecretRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	sec, err := s.mgr.PutSecret(owner, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, sec)
+	return nil
+}
+
+func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, owner string) error {
+	secs, err := s.mgr.Secrets(owner)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.ListSecretsResponse{Secrets: secs})
+	return nil
+}
+
+func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request, owner string) error {
+	if err := s.mgr.DeleteSecret(owner, r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req api.NetworkPolicy
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	rec, err := s.mgr.UpdateNetwork(r.Context(), owner, r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toAPI(rec))
+	return nil
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/manager"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/template"
+)
+
+// Limits on template requests.
+const (
+	// maxTemplateBody bounds a JSON create request (recipes and contexts
+	// carry file contents in base64).
+	maxTemplateBody = 96 << 20
+	// maxContextBytes and maxContextFiles bound a tar build context.
+	maxContextBytes = 64 << 20
+	maxContextFiles = 20000
+)
+
+// templateRoutes registers the template routes.
+func (s *Server) templateRoutes() {
+	s.handle("GET /v1/templates", s.listTemplates)
+	s.handle("POST /v1/templates", s.createTemplate)
+	s.handle("GET /v1/templates/{name}", s.getTemplate)
+	s.handle("DELETE /v1/templates/{name}", s.deleteTemplate)
+	s.handle("POST /v1/sandboxes/{id}/snapshot", s.snapshotSandbox)
+}
+
+func (s *Server) templates() (*manager.Templates, error) {
+	t := s.mgr.Templates()
+	if t == nil {
+		return nil, fmt.Errorf("%w: templates are not enabled on this daemon", sandbox.ErrNotSupported)
+	}
+	return t, nil
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, owner string) error {
+	t, err := s.templates()
+	if err != nil {
+		return err
+	}
+	list := t.List(owner)
+	if list == nil {
+		list = []api.Template{}
+	}
+	writeJSON(w, http.StatusOK, api.ListTemplatesResponse{Templates: list})
+	return nil
+}
+
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, owner string) error {
+	t, err := s.templates()
+	if err != nil {
+		return err
+	}
+	tpl, err := t.Get(owner, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tpl)
+	return nil
+}
+
+func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, owner string) error {
+	t, err := s.templates()
+	if err != nil {
+		return err
+	}
+	if err := t.Delete(r.Context(), owner, r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// createTemplate serves POST /v1/templates: a JSON CreateTemplateRequest,
+// or (Content-Type application/x-tar) a build context holding a
+// Dockerfile, with name, dockerfile, build_arg, no_cache and
+// step_timeout_seconds as query parameters. With Accept:
+// application/x-ndjson the build's progress streams as BuildEvents.
+func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner string) error {
+	t, err := s.templates()
+	if err != nil {
+		return err
+	}
+	var req api.CreateTemplateRequest
+	var bc template.BuildContext
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case "application/x-tar", "application/octet-stream":
+		q := r.URL.Query()
+		req.Name = q.Get("name")
+		df := q.Get("dockerfile")
+		if df == "" {
+			df = "Dockerfile"
+		}
+		req.NoCache, _ = strconv.ParseBool(q.Get("no_cache"))
+		if v := q.Get("step_timeout_seconds"); v != "" {
+			if req.StepTimeoutSeconds, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return fmt.Errorf("%w: step_timeout_seconds must be a number", sandbox.ErrInvalid)
+			}
+		}
+		for _, kv := range q["build_arg"] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("%w: build_arg must be NAME=VALUE", sandbox.ErrInvalid)
+			}
+			if req.BuildArgs == nil {
+				req.BuildArgs = map[string]string{}
+			}
+			req.BuildArgs[k] = v
+		}
+		body := http.MaxBytesReader(w, r.Body, maxContextBytes+maxContextFiles*1024+(1<<20))
+		if bc, err = template.ReadContextTar(body, maxContextBytes, maxContextFiles); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return mbe
+			}
+			return templateErr(err)
+		}
+		f, ok := bc[strings.TrimPrefix(df, "./")]
+		if !ok {
+			return fmt.Errorf("%w: the build context has no %s", sandbox.ErrInvalid, df)
+		}
+		req.Dockerfile = string(f.Data)
+		if req.Dockerfile == "" {
+			return fmt.Errorf("%w: %s is empty", sandbox.ErrInvalid, df)
+		}
+	default:
+		if err := decode(w, r, maxTemplateBody, &req); err != nil {
+			return err
+		}
+	}
+	if !strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
+		tpl, err := t.CreateTemplate(r.Context(), owner, req, bc, nil)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, tpl)
+		return nil
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	emit := func(ev api.BuildEvent) {
+		enc.Encode(ev)
+		rc.Flush()
+	}
+	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, emit); err != nil {
+		st := status(err)
+		code, ok := codes[st]
+		if !ok {
+			code = api.CodeInternal
+		}
+		if st >= 500 {
+			s.log.Error("template build failed", "err", err)
+		}
+		emit(api.BuildEvent{Type: api.BuildEventError, Error: &api.ErrorBody{Code: code, Message: err.Error()}})
+	}
+	return nil
+}
+
+// templateErr maps the build-context errors of package template.
+func templateErr(err error) error {
+	switch {
+	case errors.Is(err, template.ErrLimit):
+		return fmt.Errorf("%w: %v", sandbox.ErrTooLarge, err)
+	case errors.Is(err, template.ErrInvalid):
+		return fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
+	}
+	return err
+}
+
+func (s *Server) snapshotSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
+	t, err := s.templates()
+	if err != nil {
+		return err
+	}
+	var req api.SnapshotRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	tpl, err := t.Snapshot(r.Context(), owner, r.PathValue("id"), req.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, tpl)
+	return nil
+}

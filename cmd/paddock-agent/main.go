@@ -59,6 +59,7 @@ func serve(args []string) int {
 	listenFD := fs.Int("listen-fd", -1, "serve on this inherited listening unix socket `fd`")
 	listen := fs.String("listen", "", "create a unix socket at `path` and serve on it")
 	workdir := fs.String("workdir", agent.DefaultWorkdir, "default cwd and base of relative paths")
+	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC of commands, below the sandbox's pids limit (0 = inherit)")
 	shim := fs.String("shim", "", "binary to run as the command shim (default: this binary via /proc/self/exe)")
 	maxFile := fs.Int64("max-file-bytes", agent.DefaultMaxFileBytes, "largest file upload or download")
 	maxStdin := fs.Int64("max-stdin-bytes", agent.DefaultMaxStdinBytes, "largest stdin in one request")
@@ -91,6 +92,7 @@ func serve(args []string) int {
 	defer stop()
 	srv := agent.NewServer(agent.Config{
 		Workdir:       *workdir,
+		NProc:         *nproc,
 		ShimPath:      *shim,
 		Reaper:        os.Getpid() == 1,
 		MaxFileBytes:  *maxFile,

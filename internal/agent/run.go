@@ -82,7 +82,7 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	}
 	oomBefore := oomKills()
 	startedAt := time.Now()
-	argv := append([]string{"paddock-agent"}, shimArgs(spec.path, spec.argv)...)
+	argv := append([]string{"paddock-agent"}, shimArgs(spec.path, s.cfg.NProc, spec.argv)...)
 	shimPid, shimExit, err := forkExec(s.reaper, s.cfg.ShimPath, argv, &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: fds})
 	for i, f := range childEnds {
 		f.Close()

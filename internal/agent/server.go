@@ -43,6 +43,10 @@ type Config struct {
 	MaxStdinBytes int64
 	// MaxProcesses bounds the process table (default 1024).
 	MaxProcesses int
+	// NProc, if positive, is the RLIMIT_NPROC every command runs under,
+	// below the sandbox's pids limit so that a fork bomb cannot take the
+	// last process slots the agent itself needs.
+	NProc int
 }
 
 func (c Config) withDefaults() Config {

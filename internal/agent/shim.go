@@ -29,8 +29,12 @@ type shimStatus struct {
 
 // shimArgs is the shim command line (after argv[0]) that runs argv from
 // the executable at path.
-func shimArgs(path string, argv []string) []string {
-	return append([]string{"shim", "--", path}, argv...)
+func shimArgs(path string, nproc int, argv []string) []string {
+	args := []string{"shim"}
+	if nproc > 0 {
+		args = append(args, "--nproc", strconv.Itoa(nproc))
+	}
+	return append(append(args, "--", path), argv...)
 }
 
 // RunShim is the main of the shim subcommand (args follow "shim"):
@@ -45,6 +49,7 @@ func shimArgs(path string, argv []string) []string {
 func RunShim(args []string) int {
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
+	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC for the command (0 = inherit)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,6 +66,10 @@ func RunShim(args []string) int {
 	_ = os.WriteFile("/proc/self/comm", []byte("paddock-shim"), 0) // not "exe" in ps
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("500"), 0)
+	if *nproc > 0 {
+		lim := uint64(*nproc)
+		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 

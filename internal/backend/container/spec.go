@@ -3,12 +3,17 @@ package container
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
+
+// agentPIDsReserve is how many pids the cgroup grants beyond the
+// sandbox's pids, for the agent.
+const agentPIDsReserve = 64
 
 // idRange is the size of the uid and gid range each sandbox maps.
 const idRange = 65536
@@ -65,9 +70,10 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 		Root:    &specs.Root{Path: p.Rootfs},
 		Process: &specs.Process{
 			User: specs.User{UID: 0, GID: 0},
-			Args: []string{agentPath, "serve", "--listen-fd", "3", "--workdir", "/workspace"},
-			Env:  env,
-			Cwd:  "/",
+			Args: []string{agentPath, "serve", "--listen-fd", "3", "--workdir", "/workspace",
+				"--nproc", strconv.FormatInt(p.Resources.PIDs, 10)},
+			Env: env,
+			Cwd: "/",
 			Capabilities: &specs.LinuxCapabilities{
 				Bounding: caps, Effective: caps, Permitted: caps,
 			},
@@ -128,10 +134,14 @@ func baseMounts(hostMounts []string, shm string) []specs.Mount {
 
 func resources(p specParams) *specs.LinuxResources {
 	mem := p.Resources.MemoryMiB << 20
+	// Commands run under RLIMIT_NPROC = pids (set by the agent's shim); the
+	// cgroup allows a reserve on top so the agent can always start a
+	// thread or a shim, even under a fork bomb.
+	pidsMax := p.Resources.PIDs + agentPIDsReserve
 	r := &specs.LinuxResources{
 		Memory: &specs.LinuxMemory{Limit: &mem},
 		CPU:    &specs.LinuxCPU{},
-		Pids:   &specs.LinuxPids{Limit: &p.Resources.PIDs},
+		Pids:   &specs.LinuxPids{Limit: &pidsMax},
 	}
 	if !p.CgroupV1 || p.HasMemsw {
 		swap := mem // memory+swap == memory: no swap

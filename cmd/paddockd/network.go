@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/paddock-sandbox/paddock/internal/egress"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/network"
+	"golang.org/x/sys/unix"
 )
 
 // NetworkConfig is the "network" section of the config file.
@@ -127,5 +129,31 @@ func startNetwork(ctx context.Context, cfg Config, mgr *manager.Manager, log *sl
 	go proxy.ServeDNSTCP(pctx, dnsTCP)
 	mgr.SetNetwork(&manager.Network{Net: nm, Proxy: proxy, CAPEM: caPEM})
 	log.Info("networking ready", "pool", pool, "proxy_port", nc.ProxyPort, "dns_port", nc.DNSPort)
-	return func() { cancel(); tcp.Close(); udp.Close(); dnsTCP.Close() }, nil
+	return func() {
+		cancel()
+		tcp.Close()
+		udp.Close()
+		dnsTCP.Close()
+		releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
+	}, nil
+}
+
+// releaseNetnsDir unmounts <state>/netns, the shared mount point of pinned
+// namespaces, and drops the daemon's nftables table when no sandbox
+// namespace is pinned there any more, so a stopped daemon with no
+// networked sandboxes leaves neither behind (its port rules would
+// otherwise stand in the way of another daemon). The next start creates
+// both again; a daemon with networked sandboxes keeps them for re-adoption.
+func releaseNetnsDir(stateDir, table string, log *slog.Logger) {
+	dir := filepath.Join(stateDir, "netns")
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 0 {
+		return
+	}
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+		log.Warn("unmount netns dir", "dir", dir, "err", err)
+	}
+	if err := network.RemoveTable(table); err != nil {
+		log.Warn("remove nftables table", "table", table, "err", err)
+	}
 }

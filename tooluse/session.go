@@ -31,6 +31,20 @@ type ExecOutput struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 }
 
+// Executor executes tool calls. *Session implements it; any other
+// implementation (a wrapper adding tools, a test double) works with the
+// model-API adapters too.
+type Executor interface {
+	// Tools returns the definitions offered to the model.
+	Tools() []Tool
+	// Call executes one tool call; failures are results with IsError set.
+	Call(ctx context.Context, name string, input json.RawMessage) Result
+	// Close releases the executor's sandbox.
+	Close() error
+}
+
+var _ Executor = (*Session)(nil)
+
 // Session executes tool calls against sandboxes of one conversation. It is
 // safe for concurrent use; Close deletes the sandbox.
 type Session struct {

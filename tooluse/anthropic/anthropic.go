@@ -41,18 +41,8 @@ const DefaultMaxTurns = 20
 // still asks for tools after Options.MaxTurns calls.
 var ErrMaxTurns = errors.New("paddockanthropic: turn limit reached")
 
-// Executor executes tool calls. *tooluse.Session implements it; any other
-// implementation (a wrapper adding tools, a test double) works too.
-type Executor interface {
-	// Tools returns the definitions offered to the model.
-	Tools() []tooluse.Tool
-	// Call executes one tool call; failures are results with IsError set.
-	Call(ctx context.Context, name string, input json.RawMessage) tooluse.Result
-	// Close releases the executor's sandbox.
-	Close() error
-}
-
-var _ Executor = (*tooluse.Session)(nil)
+// Executor executes tool calls; see tooluse.Executor.
+type Executor = tooluse.Executor
 
 // Options configure Run and RunStreaming. The zero value works.
 type Options struct {

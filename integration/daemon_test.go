@@ -69,6 +69,17 @@ func TestGracefulRestart(t *testing.T) {
 	if _, err := sb.Exec(ctx, api.ExecRequest{Command: "echo kept > kept.txt"}); err != nil {
 		t.Fatal(err)
 	}
+	// A paused sandbox survives the restart too, files and processes kept.
+	paused, err := d.client(0).Create(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := paused.Exec(ctx, api.ExecRequest{Command: "echo frozen > f.txt; (sleep 1000 &)"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := paused.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- d.cmd.Wait() }()
@@ -88,5 +99,15 @@ func TestGracefulRestart(t *testing.T) {
 	res, err := sb.Exec(cctx, api.ExecRequest{Command: "cat kept.txt"})
 	if err != nil || res.Stdout != "kept\n" {
 		t.Fatalf("after restart: %+v %v", res, err)
+	}
+	if err := paused.Refresh(cctx); err != nil || paused.State != api.StatePaused {
+		t.Fatalf("paused sandbox after restart: %s %v", paused.State, err)
+	}
+	if err := paused.Resume(cctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err = paused.Exec(cctx, api.ExecRequest{Command: "cat f.txt; ps -eo args | grep -c '^sleep 1000'"})
+	if err != nil || res.Stdout != "frozen\n1\n" {
+		t.Fatalf("paused sandbox resumed after restart: %+v %v", res, err)
 	}
 }

@@ -425,6 +425,10 @@ type CreateTemplateRequest struct {
 	StepTimeoutSeconds int64 `json:"step_timeout_seconds,omitempty"`
 	// NoCache rebuilds every step instead of reusing cached layers.
 	NoCache bool `json:"no_cache,omitempty"`
+	// Network is the build steps' egress policy (default mode off), as for
+	// a sandbox: e.g. allowlist with a package mirror for apt/pip/npm. It
+	// is not part of the cache key.
+	Network *NetworkPolicy `json:"network,omitempty"`
 }
 
 // Recipe builds a template: From (a template, else a registry image) and

@@ -205,6 +205,23 @@ func TestNetwork(t *testing.T) {
 		}
 	})
 
+	t.Run("template build with network", func(t *testing.T) {
+		tpl, err := c.CreateTemplate(ctx, api.CreateTemplateRequest{
+			Name:    "fetched",
+			Network: &api.NetworkPolicy{Mode: api.NetworkAllowlist, Allow: []string{"allowed.test"}},
+			Recipe: &api.Recipe{From: "base", Steps: []api.RecipeStep{
+				{Run: "curl -s --max-time 5 http://allowed.test/ > /opt/fetched.txt"},
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb := newSandboxOn(t, d, 0, &api.CreateSandboxRequest{Template: tpl.Name})
+		if got := sh(sb, "cat /opt/fetched.txt"); got != "upstream ok" {
+			t.Fatalf("file fetched during the build: %q", got)
+		}
+	})
+
 	t.Run("secrets", func(t *testing.T) {
 		if _, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: "API_TOKEN", Value: "s3cr3t-value-42", Hosts: []string{"secret.test"}}); err != nil {
 			t.Fatal(err)

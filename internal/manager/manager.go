@@ -77,8 +77,10 @@ type Manager struct {
 	log     *slog.Logger
 	agent   *http.Client
 	net     *Network
-	pool    *pool
-	tpl     *Templates // nil: only the backend's templates (see templates.go)
+	// buildNets holds the network policies of template build sandboxes.
+	buildNets map[string]store.NetworkPolicy
+	pool      *pool
+	tpl       *Templates // nil: only the backend's templates (see templates.go)
 
 	mu      sync.Mutex
 	live    map[string]string // live sandbox id → owner
@@ -88,7 +90,7 @@ type Manager struct {
 // New returns a manager. Call Recover before serving and Run to reap.
 func New(cfg Config, st *store.Store, b sandbox.Backend, log *slog.Logger) *Manager {
 	m := &Manager{cfg: cfg, store: st, backend: b, log: log,
-		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}, pool: newPool(cfg.WarmPool)}
+		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}, pool: newPool(cfg.WarmPool), buildNets: map[string]store.NetworkPolicy{}}
 	m.agent = &http.Client{Transport: &http.Transport{
 		// The URL host is the sandbox id; the backend knows its socket.
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {

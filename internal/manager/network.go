@@ -188,6 +188,30 @@ func (m *Manager) UpdateNetwork(ctx context.Context, owner, id string, p api.Net
 	return rec, nil
 }
 
+// setupBuildNetwork attaches a template build's sandbox to the network
+// with policy p (nil config for mode off). Build sandboxes have no store
+// record, so their policy is kept in memory for the egress proxy.
+func (m *Manager) setupBuildNetwork(ctx context.Context, id string, p store.NetworkPolicy) (*sandbox.NetworkConfig, error) {
+	if p.Mode == "" || p.Mode == api.NetworkOff {
+		return nil, nil
+	}
+	m.mu.Lock()
+	m.buildNets[id] = p
+	m.mu.Unlock()
+	return m.setupNetwork(ctx, &store.Record{ID: id, Network: p})
+}
+
+// teardownBuildNetwork removes a build sandbox's network state.
+func (m *Manager) teardownBuildNetwork(id string) {
+	m.mu.Lock()
+	_, ok := m.buildNets[id]
+	delete(m.buildNets, id)
+	m.mu.Unlock()
+	if ok {
+		m.teardownNetwork(context.Background(), id)
+	}
+}
+
 // EgressLookup names the sandbox behind a source address and its rules,
 // for the egress proxy.
 func (m *Manager) EgressLookup(src netip.Addr) (string, egress.Rules, bool) {
@@ -199,7 +223,16 @@ func (m *Manager) EgressLookup(src netip.Addr) (string, egress.Rules, bool) {
 		return "", egress.Rules{}, false
 	}
 	r, err := m.store.Get(id)
-	if err != nil || r.State != sandbox.Running {
+	if err != nil {
+		m.mu.Lock()
+		p, ok := m.buildNets[id]
+		m.mu.Unlock()
+		if ok {
+			return id, egress.Rules{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}, true
+		}
+		return "", egress.Rules{}, false
+	}
+	if r.State != sandbox.Running {
 		return "", egress.Rules{}, false
 	}
 	return id, egress.Rules{Mode: r.Network.Mode, Allow: r.Network.Allow, Deny: r.Network.Deny}, true

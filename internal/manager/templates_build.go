@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
 )
 
@@ -60,9 +61,18 @@ func (t *Templates) CreateTemplate(ctx context.Context, owner string, req api.Cr
 		}
 		return tpl, err
 	}
-	o := buildOpts{timeout: defaultStepTimeout, noCache: req.NoCache}
+	o := buildOpts{timeout: defaultStepTimeout, noCache: req.NoCache, network: store.NetworkPolicy{Mode: api.NetworkOff}}
 	if o.res, err = t.m.resources(req.Resources); err != nil {
 		return nil, err
+	}
+	if req.Network != nil {
+		if err := t.m.validateNetwork(owner, api.CreateSandboxRequest{Network: req.Network}, &store.Record{}); err != nil {
+			return nil, err
+		}
+		o.network = store.NetworkPolicy{Mode: req.Network.Mode, Allow: req.Network.Allow, Deny: req.Network.Deny}
+		if o.network.Mode == "" {
+			o.network.Mode = api.NetworkOff
+		}
 	}
 	if s := req.StepTimeoutSeconds; s != 0 {
 		if s < 0 || time.Duration(s)*time.Second > t.m.cfg.MaxTimeout {
@@ -110,6 +120,7 @@ type buildOpts struct {
 	res     sandbox.Resources
 	timeout time.Duration
 	noCache bool
+	network store.NetworkPolicy
 }
 
 // build runs a recipe: every step is looked up in the cache by its key
@@ -265,7 +276,12 @@ func (t *Templates) runStep(ctx context.Context, owner string, cur tplRef, cfg t
 		return nil, err
 	}
 	defer t.m.release(id)
-	if _, err := t.m.backend.Create(ctx, sandbox.Spec{ID: id, Template: cur.backendName(), Resources: o.res}); err != nil {
+	netCfg, err := t.m.setupBuildNetwork(ctx, id, o.network)
+	if err != nil {
+		return nil, err
+	}
+	defer t.m.teardownBuildNetwork(id)
+	if _, err := t.m.backend.Create(ctx, sandbox.Spec{ID: id, Template: cur.backendName(), Resources: o.res, Network: netCfg}); err != nil {
 		return nil, fmt.Errorf("build sandbox: %w", err)
 	}
 	pauser, _ := t.m.backend.(sandbox.Pauser)
@@ -280,7 +296,7 @@ func (t *Templates) runStep(ctx context.Context, owner string, cur tplRef, cfg t
 			t.log.Error("template build: destroy sandbox", "sandbox", id, "err", err)
 		}
 	}()
-	var err error
+
 	if k == template.StepCopy {
 		err = t.copyStep(ctx, id, cfg.WorkingDir, st.Copy, emit)
 	} else {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,7 +87,7 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
-		dec := json.NewDecoder(bytesReader(b))
+		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&cfg); err != nil {
 			return fmt.Errorf("config %s: %w", *configPath, err)

@@ -51,15 +51,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	fail := func(status int, param, code, msg string) outcome {
 		return writeOpenAIError(w, status, "invalid_request_error", param, code, msg)
 	}
-	if r.Method != http.MethodPost {
-		return fail(http.StatusMethodNotAllowed, "", "", "Method Not Allowed")
-	}
-	if !bearer(r) {
-		return fail(http.StatusUnauthorized, "", "", "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
-	}
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return fail(http.StatusBadRequest, "", "", "We could not parse the JSON body of your request. ("+err.Error()+")")
+	if o, ok := decodeOpenAI(w, r, body, &req); !ok {
+		return o
 	}
 	if param, code, msg := validateChat(&req); msg != "" {
 		return fail(http.StatusBadRequest, param, code, msg)
@@ -264,4 +258,23 @@ func strictSchemaError(name string, schema map[string]any) string {
 		schema = map[string]any{}
 	}
 	return check(nil, schema)
+}
+
+// decodeOpenAI does what both OpenAI endpoints check first: the method, the
+// API key and a JSON body, decoded into v. When ok is false it has already
+// answered with the real API's error.
+func decodeOpenAI(w http.ResponseWriter, r *http.Request, body []byte, v any) (o outcome, ok bool) {
+	fail := func(status int, msg string) outcome {
+		return writeOpenAIError(w, status, "invalid_request_error", "", "", msg)
+	}
+	if r.Method != http.MethodPost {
+		return fail(http.StatusMethodNotAllowed, "Method Not Allowed"), false
+	}
+	if !bearer(r) {
+		return fail(http.StatusUnauthorized, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."), false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fail(http.StatusBadRequest, "We could not parse the JSON body of your request. ("+err.Error()+")"), false
+	}
+	return outcome{}, true
 }

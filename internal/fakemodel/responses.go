@@ -53,15 +53,9 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 	fail := func(status int, param, code, msg string) outcome {
 		return writeOpenAIError(w, status, "invalid_request_error", param, code, msg)
 	}
-	if r.Method != http.MethodPost {
-		return fail(http.StatusMethodNotAllowed, "", "", "Method Not Allowed")
-	}
-	if !bearer(r) {
-		return fail(http.StatusUnauthorized, "", "", "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
-	}
 	var req respRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return fail(http.StatusBadRequest, "", "", "We could not parse the JSON body of your request. ("+err.Error()+")")
+	if o, ok := decodeOpenAI(w, r, body, &req); !ok {
+		return o
 	}
 	if param, code, msg := validateResponsesShape(&req); msg != "" {
 		return fail(http.StatusBadRequest, param, code, msg)

@@ -16,10 +16,7 @@ func (m *Manager) RunningAny(id string) (*store.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
 	}
-	if r.State != sandbox.Running {
-		return nil, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, r.State)
-	}
-	return r, nil
+	return mustRun(r)
 }
 
 // DialAgent connects to a running sandbox's guest agent.

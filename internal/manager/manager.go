@@ -252,8 +252,13 @@ func (m *Manager) Running(owner, id string) (*store.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return mustRun(r)
+}
+
+// mustRun returns r if it is running, else a conflict error.
+func mustRun(r *store.Record) (*store.Record, error) {
 	if r.State != sandbox.Running {
-		return nil, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, r.State)
+		return nil, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, r.ID, r.State)
 	}
 	return r, nil
 }

@@ -34,7 +34,7 @@ func (m *Manager) pause(ctx context.Context, id, reason string) (*store.Record, 
 	if r.State != sandbox.Running {
 		return nil, fmt.Errorf("%w: sandbox %s is %s, not running", sandbox.ErrConflict, id, r.State)
 	}
-	m.sample(ctx) // bill the running time up to now
+	m.finalSample(ctx, id) // bill its running time up to now
 	if err := p.Pause(ctx, id); err != nil {
 		return nil, fmt.Errorf("pause: %w", err)
 	}

@@ -147,29 +147,40 @@ func (s *Store) Get(id string) (*Record, error) {
 
 // Update applies fn to the record with id inside one transaction.
 func (s *Store) Update(id string, fn func(*Record) error) (*Record, error) {
-	var r Record
+	var r *Record
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketSandboxes)
-		v := b.Get([]byte(id))
-		if v == nil {
-			return sandbox.ErrNotFound
+		var err error
+		r, err = updateIn(tx.Bucket(bucketSandboxes), id, fn)
+		if err == nil && r == nil {
+			err = sandbox.ErrNotFound
 		}
-		if err := json.Unmarshal(v, &r); err != nil {
-			return err
-		}
-		if err := fn(&r); err != nil {
-			return err
-		}
-		nb, err := json.Marshal(&r)
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(id), nb)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return r, nil
+}
+
+// updateIn applies fn to the record id in b and writes it back; it
+// returns nil, nil when there is no such record.
+func updateIn(b *bolt.Bucket, id string, fn func(*Record) error) (*Record, error) {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	r := new(Record)
+	if err := json.Unmarshal(v, r); err != nil {
+		return nil, err
+	}
+	if err := fn(r); err != nil {
+		return nil, err
+	}
+	nb, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return r, b.Put([]byte(id), nb)
 }
 
 // UpdateMany applies fn to each record in ids inside one transaction;
@@ -178,22 +189,7 @@ func (s *Store) UpdateMany(ids []string, fn func(*Record) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
 		for _, id := range ids {
-			v := b.Get([]byte(id))
-			if v == nil {
-				continue
-			}
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-			if err := fn(&r); err != nil {
-				return err
-			}
-			nb, err := json.Marshal(&r)
-			if err != nil {
-				return err
-			}
-			if err := b.Put([]byte(id), nb); err != nil {
+			if _, err := updateIn(b, id, fn); err != nil {
 				return err
 			}
 		}

@@ -16,7 +16,10 @@
 //	x-go-const-prefix    on an enum property: declare one Go constant per value
 //	x-go-const-doc       the doc comment of that constant group
 //	x-enum-descriptions  value → line comment of its constant
-//	x-ts-name, x-py-name name of the type in the TypeScript / Python SDK
+//	x-ts-name            name of the type in the TypeScript SDK
+//	x-open-enum          the SDKs type the enum as a string (it may grow)
+//	x-ts-options-name    with a oneOf of single required properties: the
+//	                     name of the interface of the other properties
 //	x-enum-name          name of the enum's type alias in the SDKs
 //	x-error-codes        on ErrorBody.code: the error table (code, status,
 //	                     also, description, py-class)

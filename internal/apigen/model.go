@@ -18,7 +18,7 @@ type contract struct {
 
 // schema is one object of components/schemas.
 type schema struct {
-	name, goName, tsName, pyName string
+	name, goName, tsName string
 	doc                          string
 	props                        []*prop
 	embed                        *embed
@@ -41,6 +41,7 @@ type embed struct {
 type prop struct {
 	name, goName, doc string
 	goType            string // x-go-type: overrides the derived Go type
+	openEnum          bool   // x-open-enum: the SDKs type it as a string (the enum may grow)
 	required          bool
 	t                 *typ
 	enum              []string
@@ -124,7 +125,6 @@ func loadSchema(name string, n *yaml.Node) (*schema, error) {
 		name:   name,
 		goName: or(str(n, "x-go-name"), name),
 		tsName: or(str(n, "x-ts-name"), name),
-		pyName: or(str(n, "x-py-name"), name),
 		doc:    strings.TrimSpace(str(n, "description")),
 	}
 	if e := get(n, "x-go-embed"); e != nil {
@@ -166,6 +166,7 @@ func loadProp(name string, n *yaml.Node, required bool) (*prop, error) {
 		name:        name,
 		goName:      or(str(n, "x-go-name"), camel(name, goInitialisms)),
 		goType:      str(n, "x-go-type"),
+		openEnum:    str(n, "x-open-enum") == "true",
 		doc:         strings.TrimSpace(str(n, "description")),
 		required:    required,
 		t:           t,

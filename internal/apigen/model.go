@@ -19,9 +19,9 @@ type contract struct {
 // schema is one object of components/schemas.
 type schema struct {
 	name, goName, tsName string
-	doc                          string
-	props                        []*prop
-	embed                        *embed
+	doc                  string
+	props                []*prop
+	embed                *embed
 	// variants are the property names of a oneOf of `required: [name]`
 	// branches (ExecRequest: argv or command), with their TypeScript names.
 	variants     []string

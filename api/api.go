@@ -11,9 +11,9 @@
 // when a generated file is out of date. The routes the daemon serves are a
 // table in internal/server whose test checks it against the document's
 // paths, both ways.
-//
-// This file holds what is not generated.
 package api
+
+// This file holds what is not generated.
 
 import _ "embed"
 

@@ -4,7 +4,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test lint cross bench soak up clean sdk-python sdk-typescript
+.PHONY: all build deps test unit integration crun-test lint generate check-generated cross bench soak up clean sdk-python sdk-typescript
 
 all: build
 
@@ -20,11 +20,23 @@ deps:
 	scripts/deps.sh
 
 ## test: everything CI runs (as root): lint, unit tests, integration tests against runc and crun
-test: deps build lint cross unit integration sdk-python sdk-typescript
+test: deps build lint check-generated cross unit integration sdk-python sdk-typescript
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
 	$(GO) vet ./...
+
+## generate: write what derives from api/openapi.yaml, the one source of the API contract: the Go wire types and error table (api/*.gen.go) and the SDK types and error classes
+GENERATED := api/types.gen.go api/errors.gen.go \
+	sdk/typescript/src/types.gen.ts sdk/typescript/src/errors.gen.ts \
+	sdk/python/src/paddock/_types_gen.py sdk/python/src/paddock/_errors_gen.py
+generate:
+	$(GO) run ./internal/apigen -spec api/openapi.yaml
+
+## check-generated: fail when a generated file differs from what `make generate` writes (a spec changed without regenerating, or a generated file edited by hand)
+check-generated: generate
+	@git diff --exit-code -- $(GENERATED) || (echo 'generated files are out of date: run make generate and commit'; exit 1)
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || (git status --porcelain -- $(GENERATED); echo 'generated files are not committed'; exit 1)
 
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/paddock

@@ -25,15 +25,6 @@ const (
 	maxContextFiles = 20000
 )
 
-// templateRoutes registers the template routes.
-func (s *Server) templateRoutes() {
-	s.handle("GET /v1/templates", s.listTemplates)
-	s.handle("POST /v1/templates", s.createTemplate)
-	s.handle("GET /v1/templates/{name}", s.getTemplate)
-	s.handle("DELETE /v1/templates/{name}", s.deleteTemplate)
-	s.handle("POST /v1/sandboxes/{id}/snapshot", s.snapshotSandbox)
-}
-
 func (s *Server) templates() (*manager.Templates, error) {
 	t := s.mgr.Templates()
 	if t == nil {
@@ -156,11 +147,7 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 		rc.Flush()
 	}
 	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, emit); err != nil {
-		st := status(err)
-		code, ok := codes[st]
-		if !ok {
-			code = api.CodeInternal
-		}
+		code, st := classify(err)
 		if st >= 500 {
 			s.log.Error("template build failed", "err", err)
 		}

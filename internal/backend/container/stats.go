@@ -15,9 +15,8 @@ import (
 )
 
 var (
-	_ sandbox.Pauser       = (*Backend)(nil)
-	_ sandbox.Meter        = (*Backend)(nil)
-	_ sandbox.Checkpointer = (*Backend)(nil)
+	_ sandbox.Pauser = (*Backend)(nil)
+	_ sandbox.Meter  = (*Backend)(nil)
 )
 
 // Pause freezes every process of the sandbox (cgroup freezer).
@@ -44,24 +43,6 @@ func (b *Backend) runtimeCmd(ctx context.Context, id, verb string) error {
 		return fmt.Errorf("%s %s: %v: %s", rt.name, verb, err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-// CheckpointSupport runs `criu check`; checkpointing needs CRIU working
-// on this kernel.
-func (b *Backend) CheckpointSupport(ctx context.Context) error {
-	p, err := exec.LookPath("criu")
-	if err != nil {
-		return fmt.Errorf("%w: checkpoint needs CRIU, which is not installed", sandbox.ErrNotSupported)
-	}
-	out, err := exec.CommandContext(ctx, p, "check").CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		if len(msg) > 300 {
-			msg = msg[len(msg)-300:]
-		}
-		return fmt.Errorf("%w: `criu check` fails on this host: %s", sandbox.ErrNotSupported, msg)
-	}
-	return fmt.Errorf("%w: checkpoint/restore is not implemented by this backend yet", sandbox.ErrNotSupported)
 }
 
 // Stats samples the sandbox's cgroups, disk and network namespace.

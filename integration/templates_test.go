@@ -491,6 +491,18 @@ func TestTemplateRecipe(t *testing.T) {
 	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "exited with code 1") {
 		t.Errorf("failing step: %v", err)
 	}
+	// A file the agent cannot create is the same not-found error in a
+	// build as through the file API (procfs answers mkdir with ENOENT).
+	const noDir = "/proc/paddock-missing/f"
+	_, err = c.CreateTemplate(ctx, api.CreateTemplateRequest{Name: "toy-missing", Recipe: &api.Recipe{From: "toy",
+		Steps: []api.RecipeStep{{Copy: &api.CopyStep{Content: "x", Dst: noDir}}}}})
+	if !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("copy to %s in a build: %v, want not found", noDir, err)
+	}
+	fsb := newSandbox(t, &api.CreateSandboxRequest{Template: "toy"})
+	if _, err := fsb.Files().Write(ctx, noDir, []byte("x"), 0o644); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("write %s through the API: %v, want not found", noDir, err)
+	}
 	// An apt step fails without a mirror, and says why.
 	_, err = c.CreateTemplate(ctx, api.CreateTemplateRequest{Name: "toy-apt", Recipe: &api.Recipe{From: "toy",
 		Steps: []api.RecipeStep{{Apt: []string{"curl"}}}}})

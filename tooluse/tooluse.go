@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
 )
 
 // Tool names.
@@ -37,7 +39,7 @@ type Tool struct {
 // Options configure tool descriptions and execution. Zero values take
 // defaults.
 type Options struct {
-	// Timeout bounds each call (default 60 s).
+	// Timeout bounds each call (default api.DefaultExecTimeoutSeconds).
 	Timeout time.Duration
 	// OutputBudget bounds the characters of stdout plus stderr returned to
 	// the model (default 20000); the middle is cut, head and tail kept.
@@ -53,7 +55,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
-		o.Timeout = 60 * time.Second
+		o.Timeout = api.DefaultExecTimeoutSeconds * time.Second
 	}
 	if o.OutputBudget <= 0 {
 		o.OutputBudget = 20000

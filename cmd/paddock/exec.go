@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+
+	"github.com/paddock-sandbox/paddock/api"
 )
 
 // cmdExec implements "paddock exec".
@@ -11,7 +14,7 @@ func (c *cli) cmdExec(ctx context.Context, args []string) error {
 	var ef execFlags
 	ef.register(fs, execFlagOptions{
 		timeoutName: "timeout",
-		timeoutHelp: "kill the command after `SECONDS` (default: the daemon's, 60)",
+		timeoutHelp: "kill the command after `SECONDS` (default: the daemon's, " + strconv.Itoa(api.DefaultExecTimeoutSeconds) + ")",
 		env:         true,
 		stdin:       true,
 		maxOutput:   maxStreamOutput,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"strconv"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,7 +33,7 @@ func (c *cli) cmdMCP(ctx context.Context, args []string) error {
 	fs := c.flagSet("mcp")
 	template := fs.String("template", "", "`TEMPLATE` of the sandboxes (default: the daemon's)")
 	var execTimeout, lease seconds
-	fs.Var(&execTimeout, "timeout", "kill each tool call's command after `SECONDS` or a duration like 2m (default 60)")
+	fs.Var(&execTimeout, "timeout", "kill each tool call's command after `SECONDS` or a duration like 2m (default "+strconv.Itoa(api.DefaultExecTimeoutSeconds)+")")
 	fs.Var(&lease, "sandbox-timeout", "lifetime (lease) of each sandbox in `SECONDS` or as a duration like 1h (default: the daemon's)")
 	perCall := fs.Bool("per-call", false, "run every tool call in a fresh sandbox, deleted afterwards (no files kept between calls)")
 	var meta kvList

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func (c *cli) cmdRun(ctx context.Context, args []string) error {
 	var ef execFlags
 	ef.register(fs, execFlagOptions{
 		timeoutName: "exec-timeout",
-		timeoutHelp: "kill the command after `SECONDS` (default: the daemon's, 60)",
+		timeoutHelp: "kill the command after `SECONDS` (default: the daemon's, " + strconv.Itoa(api.DefaultExecTimeoutSeconds) + ")",
 		stdin:       true,
 		maxOutput:   maxStreamOutput,
 	})

@@ -1,6 +1,9 @@
 // Package agent is the Paddock guest agent: the HTTP service that runs as
-// PID 1 inside every sandbox, and the client helper the daemon uses to reach
-// it over a unix socket.
+// PID 1 inside every sandbox, and Client, the daemon's one typed client of
+// it (client*.go). The agent owns the validation and the defaults of what
+// it runs (the limits are shared constants of package api); the client
+// only bounds the transport and maps the agent's error codes to the
+// sandbox error classes.
 //
 // The agent serves the per-sandbox part of the REST API (api.Routes) without
 // the /v1/sandboxes/{id} prefix: GET /health, POST /exec, the /processes

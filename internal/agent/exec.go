@@ -4,24 +4,23 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/paddock-sandbox/paddock/api"
 )
 
-// Limits of an ExecRequest.
+// The limits and defaults of an ExecRequest are those of package api
+// (api.DefaultExecTimeoutSeconds, ...): the agent alone applies them.
 const (
-	defaultExecTimeout = 60 * time.Second
-	maxTimeoutSeconds  = 86400
-	defaultMaxOutput   = 64 << 10
-	maxMaxOutput       = 16 << 20
-	defaultPath        = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	envPrefixHidden    = "PADDOCK_"
+	defaultPath     = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	envPrefixHidden = "PADDOCK_"
 )
 
 // execSpec is a validated ExecRequest, ready to start.
@@ -50,24 +49,28 @@ func (s *Server) execSpec(req *api.ExecRequest, background bool) (*execSpec, err
 		return nil, badRequest("argv or command is required")
 	case len(req.Argv) > 0 && req.Argv[0] == "":
 		return nil, badRequest("argv[0] is empty")
+	case len(req.Argv) > api.MaxExecArgs:
+		return nil, badRequest("at most %d arguments", api.MaxExecArgs)
+	case len(req.Env) > api.MaxExecEnv:
+		return nil, badRequest("at most %d env vars", api.MaxExecEnv)
 	}
 	if slices.ContainsFunc(req.Argv, hasNUL) || hasNUL(req.Command) {
 		return nil, badRequest("argv and command must not contain NUL bytes")
 	}
 
 	switch t := req.TimeoutSeconds; {
-	case t < 0 || t > maxTimeoutSeconds:
-		return nil, badRequest("timeout_seconds must be between 0 and %d", maxTimeoutSeconds)
+	case math.IsNaN(t) || t < 0 || t > api.MaxExecTimeoutSeconds:
+		return nil, badRequest("timeout_seconds must be between 0 and %d", api.MaxExecTimeoutSeconds)
 	case t == 0 && !background:
-		spec.timeout = defaultExecTimeout
+		spec.timeout = api.DefaultExecTimeoutSeconds * time.Second
 	case t > 0:
 		spec.timeout = max(time.Duration(t*float64(time.Second)), time.Millisecond)
 	}
 	switch m := req.MaxOutputBytes; {
-	case m < 0 || m > maxMaxOutput:
-		return nil, badRequest("max_output_bytes must be between 0 and %d", maxMaxOutput)
+	case m < 0 || m > api.MaxOutputBytes:
+		return nil, badRequest("max_output_bytes must be between 0 and %d", api.MaxOutputBytes)
 	case m == 0:
-		spec.maxOutput = defaultMaxOutput
+		spec.maxOutput = api.DefaultMaxOutputBytes
 	default:
 		spec.maxOutput = m
 	}
@@ -122,7 +125,7 @@ func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 // and PATH defaulted.
 func commandEnv(base []string, extra map[string]string) ([]string, error) {
 	for k, v := range extra {
-		if k == "" || strings.ContainsAny(k, "=\x00") || hasNUL(v) {
+		if k == "" || strings.ContainsAny(k, "=\x00") || hasNUL(v) || !utf8.ValidString(k) {
 			return nil, badRequest("invalid environment variable %q", k)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 const (
 	defaultListDepth = 1
-	maxListDepth     = 20
+	maxListDepth     = api.MaxListDepth
 	maxListEntries   = 10000
 )
 

@@ -14,11 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	defaultWaitSeconds = 30
-	maxWaitSeconds     = 3600
-)
-
 // procTable holds the agent's processes: running exec commands and
 // background processes. It is bounded; exited processes stay until room
 // is needed, then the oldest go first.
@@ -139,11 +134,11 @@ func (s *Server) handleWaitProcess(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	secs := float64(defaultWaitSeconds)
+	secs := float64(api.DefaultWaitTimeoutSeconds)
 	if q := r.URL.Query().Get("timeout_seconds"); q != "" {
 		secs, err = strconv.ParseFloat(q, 64)
-		if err != nil || math.IsNaN(secs) || secs < 0 || secs > maxWaitSeconds {
-			return badRequest("timeout_seconds must be a number between 0 and %d", maxWaitSeconds)
+		if err != nil || math.IsNaN(secs) || secs < 0 || secs > api.MaxWaitTimeoutSeconds {
+			return badRequest("timeout_seconds must be a number between 0 and %d", api.MaxWaitTimeoutSeconds)
 		}
 	}
 	t := time.NewTimer(time.Duration(secs * float64(time.Second)))

@@ -18,10 +18,10 @@ const (
 	DefaultWorkdir       = "/workspace"
 	DefaultShimPath      = "/proc/self/exe"
 	DefaultMaxFileBytes  = 100 << 20
-	DefaultMaxStdinBytes = 16 << 20
+	DefaultMaxStdinBytes = api.MaxStdinBytes
 	DefaultMaxProcesses  = 1024
 
-	maxJSONBytes = 1 << 20
+	maxJSONBytes = api.MaxJSONBodyBytes
 	maxPathLen   = 4096
 )
 

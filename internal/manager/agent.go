@@ -1,9 +1,7 @@
 package manager
 
 import (
-	"context"
 	"fmt"
-	"net"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
@@ -17,9 +15,4 @@ func (m *Manager) RunningAny(id string) (*store.Record, error) {
 		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
 	}
 	return mustRun(r)
-}
-
-// DialAgent connects to a running sandbox's guest agent.
-func (m *Manager) DialAgent(ctx context.Context, id string) (net.Conn, error) {
-	return m.backend.Dial(ctx, id)
 }

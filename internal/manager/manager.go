@@ -12,13 +12,12 @@ import (
 	"encoding/base32"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -75,7 +74,7 @@ type Manager struct {
 	store   *store.Store
 	backend sandbox.Backend
 	log     *slog.Logger
-	agent   *http.Client
+	agent   *agent.Client
 	net     *Network
 	// buildNets holds the network policies of template build sandboxes.
 	buildNets map[string]store.NetworkPolicy
@@ -91,20 +90,7 @@ type Manager struct {
 func New(cfg Config, st *store.Store, b sandbox.Backend, log *slog.Logger) *Manager {
 	m := &Manager{cfg: cfg, store: st, backend: b, log: log,
 		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}, pool: newPool(cfg.WarmPool), buildNets: map[string]store.NetworkPolicy{}}
-	m.agent = &http.Client{Transport: &http.Transport{
-		// The URL host is the sandbox id; the backend knows its socket.
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			return b.Dial(ctx, host)
-		},
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        30 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-		DisableCompression:     true,
-	}}
+	m.agent = agent.NewClient(b.Dial)
 	return m
 }
 
@@ -114,9 +100,8 @@ func (m *Manager) event(name string) {
 	}
 }
 
-// AgentClient is the HTTP client whose requests to http://<sandbox-id>/...
-// reach that sandbox's guest agent.
-func (m *Manager) AgentClient() *http.Client { return m.agent }
+// Agent is the client of the sandboxes' guest agents.
+func (m *Manager) Agent() *agent.Client { return m.agent }
 
 // lockID serializes lifecycle operations on one sandbox.
 func (m *Manager) lockID(id string) func() {

@@ -39,12 +39,9 @@ package manager
 // Shutdown leaves them running for that.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"slices"
 	"sync"
@@ -445,7 +442,7 @@ func (m *Manager) handOut(ctx context.Context, id, owner string, want *store.Rec
 		}
 	}
 	if len(want.Env) > 0 {
-		if err := m.putAgentEnv(ctx, id, want.Env); err != nil {
+		if err := m.agent.SetEnv(ctx, id, want.Env); err != nil {
 			return nil, fmt.Errorf("set env: %w", err)
 		}
 	}
@@ -461,31 +458,6 @@ func (m *Manager) handOut(ctx context.Context, id, owner string, want *store.Rec
 		r.Usage = store.Usage{SampledAt: now}
 		return nil
 	})
-}
-
-// putAgentEnv sets env for every later command in sandbox id (the guest
-// agent's PUT /env).
-func (m *Manager) putAgentEnv(ctx context.Context, id string, env map[string]string) error {
-	body, err := json.Marshal(env)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+id+"/env", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := m.agent.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("agent answered %s", resp.Status)
-	}
-	return nil
 }
 
 // ownedLocked counts owner's live sandboxes; m.mu is held.

@@ -6,12 +6,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -336,37 +333,23 @@ func (t *Templates) execStep(ctx context.Context, id, wd, cmd, kind string, o bu
 		wd = "/"
 	}
 	if wd != "/" {
-		if err := t.agentCall(ctx, id, http.MethodPost, "/files/mkdir", url.Values{"path": {wd}, "mode": {"0755"}}, nil, nil); err != nil {
+		if _, err := t.m.agent.Mkdir(ctx, id, wd, "0755"); err != nil {
 			return fmt.Errorf("workdir %s: %w", wd, err)
 		}
 	}
-	req := api.ExecRequest{Argv: []string{"/bin/sh", "-c", cmd}, Cwd: wd,
+	req := &api.ExecRequest{Argv: []string{"/bin/sh", "-c", cmd}, Cwd: wd,
 		TimeoutSeconds: o.timeout.Seconds(), MaxOutputBytes: maxStepOutput}
-	body, _ := json.Marshal(req)
-	ctx, cancel := context.WithTimeout(ctx, o.timeout+30*time.Second)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+id+"/exec", bytes.NewReader(body))
+	evs, err := t.m.agent.ExecStream(ctx, id, req)
 	if err != nil {
+		if strings.Contains(err.Error(), "/bin/sh") {
+			return fmt.Errorf("%w (RUN steps need /bin/sh in the template)", err)
+		}
 		return err
 	}
-	hreq.Header.Set("Accept", api.ContentTypeNDJSON)
-	hreq.Header.Set("Content-Type", "application/json")
-	resp, err := t.m.agent.Do(hreq)
-	if err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg := agentError(resp)
-		if strings.Contains(msg, "/bin/sh") {
-			msg += " (RUN steps need /bin/sh in the template)"
-		}
-		return fmt.Errorf("%w: %s", sandbox.ErrInvalid, msg)
-	}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<20))
+	defer evs.Close()
 	for {
-		var ev api.Event
-		if err := dec.Decode(&ev); err != nil {
+		ev, err := evs.Next()
+		if err != nil {
 			return fmt.Errorf("%w: exec stream ended early: %v", sandbox.ErrUnavailable, err)
 		}
 		switch ev.Type {
@@ -418,9 +401,10 @@ func (t *Templates) copyStep(ctx context.Context, id, wd string, c *api.CopyStep
 		if mode == "" {
 			mode = "0644"
 		}
-		return t.agentCall(ctx, id, http.MethodPut, "/files", url.Values{"path": {dst}, "mode": {mode}}, data, nil)
+		_, err := t.m.agent.WriteFile(ctx, id, dst, mode, bytes.NewReader(data), int64(len(data)))
+		return err
 	}
-	if err := t.agentCall(ctx, id, http.MethodPost, "/files/mkdir", url.Values{"path": {dst}, "mode": {"0755"}}, nil, nil); err != nil {
+	if _, err := t.m.agent.Mkdir(ctx, id, dst, "0755"); err != nil {
 		return err
 	}
 	tr := tar.NewReader(bytes.NewReader(c.TarBase64))
@@ -441,13 +425,13 @@ func (t *Templates) copyStep(ctx context.Context, id, wd string, c *api.CopyStep
 		mode := fmt.Sprintf("%04o", hdr.Mode&0o7777)
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			err = t.agentCall(ctx, id, http.MethodPost, "/files/mkdir", url.Values{"path": {target}, "mode": {mode}}, nil, nil)
+			_, err = t.m.agent.Mkdir(ctx, id, target, mode)
 		case tar.TypeReg:
 			data, rerr := io.ReadAll(tr)
 			if rerr != nil {
 				return fmt.Errorf("%w: copy archive: %v", sandbox.ErrInvalid, rerr)
 			}
-			err = t.agentCall(ctx, id, http.MethodPut, "/files", url.Values{"path": {target}, "mode": {mode}}, data, nil)
+			_, err = t.m.agent.WriteFile(ctx, id, target, mode, bytes.NewReader(data), int64(len(data)))
 			files++
 		default:
 			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stderr",
@@ -459,42 +443,6 @@ func (t *Templates) copyStep(ctx context.Context, id, wd string, c *api.CopyStep
 	}
 	emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stdout", Output: fmt.Sprintf("copied %d files to %s\n", files, dst)})
 	return nil
-}
-
-// agentCall sends one request to a sandbox's agent and decodes a JSON
-// answer into out (when not nil).
-func (t *Templates) agentCall(ctx context.Context, id, method, p string, q url.Values, body []byte, out any) error {
-	u := "http://" + id + p
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.ContentLength = int64(len(body))
-	resp, err := t.m.agent.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%w: %s", sandbox.ErrInvalid, agentError(resp))
-	}
-	if out != nil {
-		return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
-	}
-	return nil
-}
-
-// agentError reads an agent's error answer.
-func agentError(resp *http.Response) string {
-	var e api.ErrorResponse
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		return e.Error.Message
-	}
-	return fmt.Sprintf("agent answered %s", resp.Status)
 }
 
 // Snapshot freezes owner's sandbox id (if running), turns its writable

@@ -84,6 +84,8 @@ var (
 	ErrNoCapacity      = errors.New("no capacity")
 	ErrUnavailable     = errors.New("sandbox agent unavailable")
 	ErrUnauthorized    = errors.New("unauthorized")
+	// ErrNoSpace: a sandbox's disk (or the host's template budget) is full.
+	ErrNoSpace = errors.New("no space left")
 )
 
 // ErrNotSupported is returned when the host or backend cannot do something.

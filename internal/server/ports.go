@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -9,9 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -73,30 +70,14 @@ func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, owner string)
 	if _, err := s.mgr.Running(owner, id); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), agentGrace)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+id+"/ports", nil)
-	resp, err := s.mgr.AgentClient().Do(req)
+	ports, err := s.agent.Ports(r.Context(), id)
 	if err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	var got struct {
-		Ports []struct {
-			Port    int    `json:"port"`
-			Address string `json:"address"`
-		} `json:"ports"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&got) != nil {
-		return fmt.Errorf("%w: agent answered %s to a port listing", sandbox.ErrUnavailable, resp.Status)
+		return agentErr(r, err)
 	}
 	base := externalBase(r)
 	exp := time.Now().Add(portTokenTTL).Truncate(time.Second)
 	out := api.ListPortsResponse{Ports: []api.Port{}}
-	for _, p := range got.Ports {
-		if p.Port < 1 || p.Port > 65535 || len(out.Ports) >= 1024 {
-			continue
-		}
+	for _, p := range ports {
 		u := fmt.Sprintf("%s/v1/sandboxes/%s/ports/%d/", base, id, p.Port)
 		out.Ports = append(out.Ports, api.Port{
 			Port: p.Port, Address: p.Address, URL: u,
@@ -201,37 +182,5 @@ func (s *Server) dialPort(ctx context.Context, _, addr string) (net.Conn, error)
 	if !ok || err != nil {
 		return nil, fmt.Errorf("bad port address %q", addr)
 	}
-	c, err := s.mgr.DialAgent(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := ctx.Deadline(); ok {
-		c.SetDeadline(d)
-	}
-	fmt.Fprintf(c, "GET /connect?port=%d HTTP/1.1\r\nHost: agent\r\nConnection: Upgrade\r\nUpgrade: paddock-tcp\r\n\r\n", port)
-	br := bufio.NewReaderSize(c, 4096)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		c.Close()
-		var e api.ErrorResponse
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return nil, fmt.Errorf("%s", e.Error.Message)
-		}
-		return nil, fmt.Errorf("agent answered %s", resp.Status)
-	}
-	c.SetDeadline(time.Time{})
-	return &bufferedConn{Conn: c, r: br}, nil
+	return s.agent.DialPort(ctx, id, port)
 }
-
-// bufferedConn reads through the bufio.Reader that parsed the upgrade.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
@@ -23,11 +24,9 @@ import (
 	"github.com/paddock-sandbox/paddock/tooluse/mcp"
 )
 
-// Limits on requests.
+// Limits on requests (the others are in package api).
 const (
-	maxJSONBody    = 1 << 20
-	maxExecBody    = 24 << 20 // 16 MiB of stdin as base64 plus the rest
-	maxOutputBytes = 16 << 20
+	maxJSONBody    = api.MaxJSONBodyBytes
 	maxHeaderBytes = 64 << 10
 )
 
@@ -47,11 +46,13 @@ type Config struct {
 
 // Server serves the REST API.
 type Server struct {
-	cfg  Config
-	mgr  *manager.Manager
-	keys *store.Keys
-	log  *slog.Logger
-	mux  *http.ServeMux
+	cfg Config
+	mgr *manager.Manager
+	// agent reaches the guest agents (the manager's client).
+	agent *agent.Client
+	keys  *store.Keys
+	log   *slog.Logger
+	mux   *http.ServeMux
 	// bigBodies bounds concurrent decoding of large exec bodies.
 	bigBodies chan struct{}
 	// portTransport carries reverse-proxied requests to sandbox ports.
@@ -64,7 +65,7 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 100 << 20
 	}
-	s := &Server{cfg: cfg, mgr: mgr, keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
+	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
 	s.portTransport = &http.Transport{
 		DialContext:         s.dialPort,
 		MaxIdleConnsPerHost: 8,
@@ -168,7 +169,7 @@ func classify(err error) (code string, status int) {
 		code = api.CodeUnavailable
 	case errors.Is(err, sandbox.ErrNoCapacity):
 		code = api.CodeNoCapacity
-	case errors.Is(err, template.ErrBudget):
+	case errors.Is(err, template.ErrBudget), errors.Is(err, sandbox.ErrNoSpace):
 		code = api.CodeNoSpace
 	case errors.Is(err, sandbox.ErrNotSupported):
 		code = api.CodeNotSupported

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/template"
 	"golang.org/x/sys/unix"
@@ -398,22 +398,13 @@ func prepareUpper(upper string, uid int) error {
 func (b *Backend) waitReady(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return b.Dial(ctx, id)
-		},
-		DisableKeepAlives: true,
-	}}
+	ac := agent.NewClient(b.Dial)
+	defer ac.CloseIdleConnections()
 	var lastErr error
 	for delay := time.Millisecond; ; delay = min(delay*2, 50*time.Millisecond) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://agent/health", nil)
-		resp, err := hc.Do(req)
+		err := ac.Health(ctx, id)
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("agent health: %s", resp.Status)
+			return nil
 		}
 		lastErr = err
 		select {

@@ -81,7 +81,8 @@ type Usage struct {
 
 // Store is the sandbox database. It is safe for concurrent use.
 type Store struct {
-	db *bolt.DB
+	db  *bolt.DB
+	dir string
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -114,7 +115,11 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("init store: %w", err)
 	}
-	return &Store{db: db}, nil
+	if err := CleanTemps(dir, time.Minute); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return &Store{db: db, dir: dir}, nil
 }
 
 // Close closes the database.

@@ -1,18 +1,3 @@
-// Package store is Paddock's crash-safe persistent state: sandbox records
-// in an embedded bbolt database, and API keys as one small file each so that
-// `paddockd keys create` works while the daemon holds the database lock.
-//
-// Schema (bbolt file <state-dir>/paddock.db):
-//
-//	bucket "meta"       key "schema"  → "1"
-//	bucket "sandboxes"  key <id>      → JSON Record
-//	bucket "secrets"    key <key-id>/<name> → JSON SecretRecord (the value
-//	                    in clear: the database is 0600 and only root reads it)
-//
-// API keys (<state-dir>/keys/<key-id>.json, mode 0600) hold a KeyRecord:
-// the SHA-256 of the secret, never the secret itself. Every write is a
-// bbolt transaction (fsynced) or a temp-file-then-rename, so a crash leaves
-// either the old or the new value.
 package store
 
 import (

@@ -8,12 +8,14 @@ LDFLAGS := -X main.version=$(VERSION)
 
 all: build
 
-## build: the daemon, the CLI, the static guest agent and the pinned runc
+## build: the daemon, the CLI, the static guest agent and the pinned runc,
+## and paddock-fakemodel, the fake model API the SDK tests use (a test tool, not shipped)
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddockd ./cmd/paddockd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock ./cmd/paddock
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-agent ./cmd/paddock-agent
 	$(GO) build -tags seccomp -o $(BIN)/runc github.com/opencontainers/runc
+	$(GO) build -o $(BIN)/paddock-fakemodel ./internal/fakemodel/cmd/paddock-fakemodel
 
 ## deps: install the system packages the build and the tests need (Debian/Ubuntu, as root)
 deps:
@@ -50,14 +52,14 @@ integration:
 	$(GO) test -count=1 -timeout 20m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 	PADDOCK_TEST_RUNTIME=crun $(GO) test -count=1 -timeout 10m -run 'TestConformance' ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 
-## sdk-python: the Python SDK's tests (unit, against a real paddockd, and the examples against a fake model API)
+## sdk-python: the Python SDK's tests (unit, against a real paddockd, and the examples against bin/paddock-fakemodel)
 sdk-python: build
-	cd sdk/python && PADDOCK_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s tests -v
+	cd sdk/python && PADDOCK_BIN=$(CURDIR)/$(BIN) PADDOCK_FAKEMODEL_BIN=$(CURDIR)/$(BIN)/paddock-fakemodel python3 -m unittest discover -s tests -v
 
-## sdk-typescript: the TypeScript SDK (build, tests against a real paddockd) and its examples (against a fake model API), as root
+## sdk-typescript: the TypeScript SDK (build, tests against a real paddockd) and its examples (against bin/paddock-fakemodel), as root
 sdk-typescript: build
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
-	cd examples/typescript && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
+	cd examples/typescript && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) PADDOCK_FAKEMODEL_BIN=$(CURDIR)/$(BIN)/paddock-fakemodel npm test
 
 ## bench: the create/exec/bare benchmark of docs/benchmarks.md
 bench: build

@@ -204,7 +204,7 @@ func run(cfg Config) error {
 	if cfg.PauseRetentionSeconds > 0 {
 		mcfg.PauseRetention = time.Duration(cfg.PauseRetentionSeconds) * time.Second
 	}
-	portKey, err := server.PortKey(cfg.StateDir)
+	portKey, err := st.PortKey()
 	if err != nil {
 		return fmt.Errorf("port key: %w", err)
 	}

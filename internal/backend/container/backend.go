@@ -21,6 +21,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
 	"golang.org/x/sys/unix"
 )
@@ -277,7 +278,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	m := meta{ID: spec.ID, Slot: slot, UIDBase: b.cfg.UIDBase + uint32(slot)*idRange,
 		Template: spec.Template, Runtime: rt.name, Lower: root.lower()}
 	mb, _ := json.Marshal(m)
-	if err := os.WriteFile(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
+	if err := store.WriteFileAtomic(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
 		return info, err
 	}
 	if err := makeDisk(filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk"), spec.Resources.DiskMiB); err != nil {

@@ -47,6 +47,9 @@ type Harness struct {
 	// a crash or an OOM kill of its init does. Nil skips the subtests that
 	// need it.
 	Kill func(t *testing.T, b sandbox.Backend, id string)
+	// Unavailable, if set, says why the backend cannot run on this host
+	// ("" when it can); Run then skips the whole suite with that reason.
+	Unavailable func() string
 }
 
 // Deadline bounds every wait of the suite (agent answers, a killed
@@ -83,6 +86,11 @@ func subtests() []subtest {
 
 // Run runs the conformance suite against the backends h makes.
 func Run(t *testing.T, h Harness) {
+	if h.Unavailable != nil {
+		if why := h.Unavailable(); why != "" {
+			t.Skip(why)
+		}
+	}
 	for _, st := range subtests() {
 		t.Run(st.name, func(t *testing.T) {
 			b := h.New(t)

@@ -108,30 +108,45 @@ func Container(binDir string) Harness {
 			t.Fatalf("kill %s (pid %d): %v", id, pid, err)
 		}
 	}
+	h.Unavailable = func() string { return containerUnavailable(binDir) }
 	return h
+}
+
+// containerUnavailable says why the container backend cannot run here.
+func containerUnavailable(binDir string) string {
+	if os.Geteuid() != 0 {
+		return "the container backend needs root (namespaces, cgroups, loop mounts)"
+	}
+	for _, name := range []string{"paddock-agent", "runc"} {
+		if p := filepath.Join(binDir, name); !isFile(p) {
+			return "the container backend needs " + p + ": run make build (or pass -paddock.bin=DIR)"
+		}
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return "the container backend needs mkfs.ext4 (e2fsprogs)"
+	}
+	return ""
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // containerConfig skips t unless the container backend can run here, and
 // returns a configuration over a fresh state directory.
 func containerConfig(t *testing.T, binDir string) container.Config {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the container backend needs root (namespaces, cgroups, loop mounts)")
+	if why := containerUnavailable(binDir); why != "" {
+		t.Skip(why)
 	}
 	agentBin, runc := filepath.Join(binDir, "paddock-agent"), filepath.Join(binDir, "runc")
-	for _, p := range []string{agentBin, runc} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("the container backend needs %s: run make build (or pass -paddock.bin=DIR)", p)
-		}
-	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		t.Skip("the container backend needs mkfs.ext4 (e2fsprogs)")
-	}
 	// Short (socket paths) and traversable by the sandboxes' uid ranges.
 	dir, err := os.MkdirTemp("", "pbt-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) }) // last, after cleanHost
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +158,8 @@ func containerConfig(t *testing.T, binDir string) container.Config {
 	}
 }
 
-// cleanHost destroys whatever a test left on the host and removes the
-// state directory.
+// cleanHost destroys whatever a test left on the host, and the backend's
+// (then empty) parent cgroups.
 func cleanHost(t *testing.T, cfg container.Config) {
 	b, err := container.New(cfg)
 	if err == nil {
@@ -155,7 +170,9 @@ func cleanHost(t *testing.T, cfg container.Config) {
 			}
 		}
 	}
-	if err := os.RemoveAll(cfg.StateDir); err != nil {
-		t.Errorf("cleanup: %v", err)
+	parent := container.DefaultCgroupParent(cfg.StateDir)
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent))
+	for _, d := range append(dirs, filepath.Join("/sys/fs/cgroup", parent)) {
+		os.Remove(d) // rmdir: fails, harmlessly, unless empty
 	}
 }

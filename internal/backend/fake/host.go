@@ -26,7 +26,7 @@
 //	}
 //
 // Spec.Env is applied with the agent's PUT /env, so commands see it as
-// they would in a real sandbox.
+// they would in a real sandbox; HOME is a directory of the sandbox's own.
 package fake
 
 import (
@@ -120,16 +120,28 @@ func (h *Host) start(spec sandbox.Spec) (*box, error) {
 		sock:    filepath.Join(h.dir, strconv.Itoa(n)+".sock"),
 		workdir: filepath.Join(h.dir, "w", strconv.Itoa(n), "workspace"),
 		stats:   sandbox.Stats{MemoryBytes: 16 << 20, MemoryPeakBytes: 16 << 20, DiskBytes: 1 << 20, PIDs: 1}}
+	home := filepath.Join(filepath.Dir(b.workdir), "home")
+	for _, d := range []string{b.workdir, home} { // before any exec can come
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("workdir: %w", err)
+		}
+	}
 	ln, err := net.Listen("unix", b.sock)
 	if err != nil {
+		os.RemoveAll(filepath.Dir(b.workdir))
 		return nil, fmt.Errorf("agent socket: %w", err)
 	}
 	srv := agent.NewServer(agent.Config{Workdir: b.workdir, ShimPath: h.shim}, h.log.With("sandbox", spec.ID))
-	if len(spec.Env) > 0 {
-		if err := putEnv(srv, spec.Env); err != nil {
-			ln.Close()
-			return nil, err
-		}
+	// Commands get a home of their own, as in a sandbox: never the host
+	// user's dotfiles (a login shell, as `command` runs, reads them).
+	env := map[string]string{"HOME": home}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	if err := putEnv(srv, env); err != nil {
+		ln.Close()
+		os.RemoveAll(filepath.Dir(b.workdir))
+		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

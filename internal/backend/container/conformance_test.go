@@ -10,8 +10,8 @@ import (
 var binDir = flag.String("paddock.bin", "", "directory holding paddock-agent and runc (default: the module's bin/)")
 
 // TestConformance runs the Backend conformance suite against this
-// backend. It needs root and the built binaries (make build); without them
-// every subtest skips and says why.
+// backend. It needs root, mkfs.ext4 and the built paddock-agent and runc
+// (make build); without them it skips and says why.
 func TestConformance(t *testing.T) {
 	dir := *binDir
 	if dir == "" {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -237,6 +238,13 @@ func (b *Backend) freeSlot(id string) {
 	}
 }
 
+// releaseSlot frees one slot.
+func (b *Backend) releaseSlot(slot int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.slots, slot)
+}
+
 func (b *Backend) readMeta(id string) (*meta, error) {
 	data, err := os.ReadFile(filepath.Join(b.dir(id), "sandbox.json"))
 	if err != nil {
@@ -263,7 +271,10 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	}
 	dir := b.dir(spec.ID)
 	if err := os.Mkdir(dir, 0o711); err != nil {
-		b.freeSlot(spec.ID)
+		b.releaseSlot(slot) // only this one: the id may own a live slot
+		if errors.Is(err, fs.ErrExist) {
+			return info, fmt.Errorf("%w: sandbox %s exists", sandbox.ErrConflict, spec.ID)
+		}
 		return info, fmt.Errorf("sandbox dir: %w", err)
 	}
 	defer func() {

@@ -51,6 +51,9 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	if !validID(id) {
 		return st, sandbox.ErrNotFound
 	}
+	if _, err := b.readMeta(id); err != nil {
+		return st, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
+	}
 	if b.cgroupV1 {
 		st.CPUSeconds = float64(readInt(filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, id, "cpuacct.usage"))) / 1e9
 		mem := filepath.Join(cgroupRoot, "memory", b.cfg.CgroupParent, id)

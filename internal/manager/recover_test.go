@@ -82,11 +82,9 @@ func TestRecover(t *testing.T) {
 	if _, err := tm.m.Running("alice", live.ID); err != nil {
 		t.Errorf("re-adopted sandbox: %v", err)
 	}
-	c, err := tm.m.DialAgent(ctx, live.ID)
-	if err != nil {
-		t.Fatalf("dial the re-adopted sandbox's agent: %v", err)
+	if err := tm.m.Agent().Health(ctx, live.ID); err != nil {
+		t.Fatalf("the re-adopted sandbox's agent: %v", err)
 	}
-	c.Close()
 	if _, err := tm.m.Resume(ctx, "alice", paused.ID); err != nil {
 		t.Errorf("resume after restart: %v", err)
 	}

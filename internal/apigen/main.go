@@ -8,6 +8,8 @@
 // The generator reads the schemas of components/schemas in document order
 // and a few vendor extensions where a mechanical rule cannot decide:
 //
+//	x-go-file            on a schema: the file api/<name>.gen.go it is written
+//	                     to (default types)
 //	x-go-name            Go name of a schema or property (default: CamelCase
 //	                     of the JSON name with the initialisms of goInitialisms)
 //	x-go-type            Go type of a property (default: derived from its schema)
@@ -51,8 +53,17 @@ type output struct {
 	gen  func(*contract) ([]byte, error)
 }
 
-var outputs = []output{
-	{"api/types.gen.go", genGoTypes},
+// outputs returns the generated files: the Go wire types (one file per
+// x-go-file), the Go error table and the SDKs' types and error classes.
+func outputs(c *contract) []output {
+	var outs []output
+	for _, f := range goTypeFiles(c) {
+		outs = append(outs, output{"api/" + f + ".gen.go", genGoTypes(f)})
+	}
+	return append(outs, fixedOutputs...)
+}
+
+var fixedOutputs = []output{
 	{"api/errors.gen.go", genGoErrors},
 	{"sdk/typescript/src/types.gen.ts", genTSTypes},
 	{"sdk/typescript/src/errors.gen.ts", genTSErrors},
@@ -69,7 +80,7 @@ func run(specPath, root string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", specPath, err)
 	}
-	for _, o := range outputs {
+	for _, o := range outputs(c) {
 		b, err := o.gen(c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.path, err)

@@ -20,7 +20,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range outputs {
+	for _, o := range outputs(c) {
 		want, err := o.gen(c)
 		if err != nil {
 			t.Fatalf("%s: %v", o.path, err)

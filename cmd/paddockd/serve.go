@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/backend/container"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -214,22 +215,21 @@ func run(cfg Config) error {
 	mcfg.WarmPool = cfg.WarmPool
 	metrics := server.NewMetrics()
 	mcfg.Events = metrics.Event
-	mgr := manager.New(mcfg, st, b, log)
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := tw.start(ctx, cfg, mgr, log); err != nil {
-		return err
-	}
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
 	}
-	stopNet, err := startNetwork(ctx, cfg, mgr, log)
+	netw, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
 	if err != nil {
-		log.Warn("networking unavailable: sandboxes get network mode off only", "err", err)
-		stopNet = func() {}
+		return err
 	}
 	defer stopNet()
+	mgr := manager.New(mcfg, manager.Deps{Store: st, Backend: b, Agent: agent.NewClient(b.Dial),
+		Network: netw, Egress: egress, Log: log})
+	if err := tw.start(ctx, cfg, mgr, log); err != nil {
+		return err
+	}
 	if err := mgr.Recover(ctx); err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (m *Manager) sample(ctx context.Context) {
 
 // Metrics samples owner's sandbox id now and returns its accounting.
 func (m *Manager) Metrics(ctx context.Context, owner, id string) (*api.Metrics, error) {
-	r, err := m.Get(owner, id)
+	r, err := m.Get(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (m *Manager) Metrics(ctx context.Context, owner, id string) (*api.Metrics, 
 // Usage sums owner's consumption by sandboxes alive at some point in
 // [from, to). Records of ended sandboxes are kept for RetainEnded, so the
 // window reaches back that far.
-func (m *Manager) Usage(owner string, from, to time.Time) (*api.Usage, error) {
+func (m *Manager) Usage(ctx context.Context, owner string, from, to time.Time) (*api.Usage, error) {
 	if !from.Before(to) {
 		return nil, fmt.Errorf("%w: from must be before to", sandbox.ErrInvalid)
 	}

@@ -47,7 +47,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -172,7 +171,7 @@ func (p *pool) remove(template, id string) bool {
 
 // PoolStatus reports, per configured template, the idle pool sandboxes
 // and those being created.
-func (m *Manager) PoolStatus() map[string][2]int {
+func (m *Manager) PoolStatus(ctx context.Context) map[string][2]int {
 	p := m.pool
 	if !p.enabled() {
 		return nil
@@ -300,7 +299,7 @@ func (m *Manager) createPooled(ctx context.Context, template string) (id, ref st
 	}
 	// The record of a default create, so that defaults applied by
 	// validate are those of a cold create.
-	rec, err := m.validate(api.CreateSandboxRequest{Template: template, TimeoutSeconds: int64(poolLease / time.Second)})
+	rec, err := m.validate(sandbox.CreateRequest{Template: template, TimeoutSeconds: int64(poolLease / time.Second)})
 	if err != nil {
 		return "", "", err
 	}
@@ -368,7 +367,7 @@ func (m *Manager) discardPooled(ctx context.Context, id string) {
 // backend reference ref) can be applied to one. ok reports whether the
 // request was answered (with a sandbox or an error); when it is false the
 // caller creates a sandbox itself.
-func (m *Manager) fromPool(ctx context.Context, owner string, req api.CreateSandboxRequest, want *store.Record, ref string) (rec *store.Record, ok bool, err error) {
+func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.CreateRequest, want *store.Record, ref string) (rec *store.Record, ok bool, err error) {
 	p := m.pool
 	if !p.enabled() {
 		return nil, false, nil
@@ -426,8 +425,8 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req api.CreateSand
 // checked by the caller), on_timeout and max_cost_micros. Any other field
 // set (network policy, secrets, and fields added later) means a cold
 // create.
-func poolable(req api.CreateSandboxRequest) bool {
-	req.Template, req.TimeoutSeconds, req.Env, req.Metadata, req.Resources = "", 0, nil, nil, nil
+func poolable(req sandbox.CreateRequest) bool {
+	req.Template, req.TimeoutSeconds, req.Env, req.Metadata, req.Resources = "", 0, nil, nil, sandbox.Resources{}
 	req.OnTimeout, req.MaxCostMicros = "", 0
 	return reflect.ValueOf(req).IsZero()
 }

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -27,7 +28,7 @@ var hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])
 
 // PutSecret stores owner's secret. Its name is also the env var a sandbox
 // sees, so it must be a valid variable name.
-func (m *Manager) PutSecret(owner string, req api.CreateSecretRequest) (*api.Secret, error) {
+func (m *Manager) PutSecret(ctx context.Context, owner string, req sandbox.Secret) (*api.Secret, error) {
 	if !secretName.MatchString(req.Name) {
 		return nil, fmt.Errorf("%w: secret name must be an env var name ([A-Za-z_][A-Za-z0-9_]*, at most 64)", sandbox.ErrInvalid)
 	}
@@ -65,7 +66,7 @@ func (m *Manager) PutSecret(owner string, req api.CreateSecretRequest) (*api.Sec
 }
 
 // Secrets lists owner's secrets without their values.
-func (m *Manager) Secrets(owner string) ([]api.Secret, error) {
+func (m *Manager) Secrets(ctx context.Context, owner string) ([]api.Secret, error) {
 	recs, err := m.store.Secrets(owner)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func (m *Manager) Secrets(owner string) ([]api.Secret, error) {
 
 // DeleteSecret removes owner's secret; sandboxes already using it stop
 // getting it substituted.
-func (m *Manager) DeleteSecret(owner, name string) error {
+func (m *Manager) DeleteSecret(ctx context.Context, owner, name string) error {
 	return m.store.DeleteSecret(owner, name)
 }
 

@@ -58,17 +58,17 @@ func (t *Templates) CreateTemplate(ctx context.Context, owner string, req api.Cr
 		}
 		return tpl, err
 	}
-	o := buildOpts{timeout: defaultStepTimeout, noCache: req.NoCache, network: store.NetworkPolicy{Mode: api.NetworkOff}}
-	if o.res, err = t.m.resources(req.Resources); err != nil {
+	o := buildOpts{timeout: defaultStepTimeout, noCache: req.NoCache, network: store.NetworkPolicy{Mode: sandbox.NetworkOff}}
+	if o.res, err = t.m.resources(domainResources(req.Resources)); err != nil {
 		return nil, err
 	}
 	if req.Network != nil {
-		if err := t.m.validateNetwork(owner, api.CreateSandboxRequest{Network: req.Network}, &store.Record{}); err != nil {
+		if err := t.m.validateNetwork(owner, sandbox.CreateRequest{Network: domainNetwork(req.Network)}, &store.Record{}); err != nil {
 			return nil, err
 		}
 		o.network = store.NetworkPolicy{Mode: req.Network.Mode, Allow: req.Network.Allow, Deny: req.Network.Deny}
 		if o.network.Mode == "" {
-			o.network.Mode = api.NetworkOff
+			o.network.Mode = sandbox.NetworkOff
 		}
 	}
 	if s := req.StepTimeoutSeconds; s != 0 {
@@ -453,7 +453,7 @@ func (t *Templates) Snapshot(ctx context.Context, owner, id, name string) (*api.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.m.Get(owner, id); err != nil {
+	if _, err := t.m.Get(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	ib, ok := t.m.backend.(imageBackend)
@@ -536,4 +536,20 @@ func (t *Templates) parentOf(backendName string) (tplRef, error) {
 		return tplRef{}, fmt.Errorf("%w: the sandbox's template image %s is gone", sandbox.ErrConflict, img)
 	}
 	return t.resolve("", backendName)
+}
+
+// domainResources converts a template request's resources.
+func domainResources(r *api.Resources) sandbox.Resources {
+	if r == nil {
+		return sandbox.Resources{}
+	}
+	return sandbox.Resources{VCPUs: r.VCPUs, MemoryMiB: r.MemoryMiB, DiskMiB: r.DiskMiB, PIDs: r.PIDs}
+}
+
+// domainNetwork converts a template request's network policy.
+func domainNetwork(p *api.NetworkPolicy) *sandbox.NetworkPolicy {
+	if p == nil {
+		return nil
+	}
+	return &sandbox.NetworkPolicy{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}
 }

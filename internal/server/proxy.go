@@ -33,7 +33,7 @@ func agentErr(r *http.Request, err error) error {
 // running checks that the {id} of r is owner's running sandbox.
 func (s *Server) running(r *http.Request, owner string) (string, error) {
 	id := r.PathValue("id")
-	_, err := s.mgr.Running(owner, id)
+	_, err := s.mgr.Running(r.Context(), owner, id)
 	return id, err
 }
 

@@ -11,7 +11,7 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request, owner stri
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	sec, err := s.mgr.PutSecret(owner, req)
+	sec, err := s.mgr.PutSecret(r.Context(), owner, secret(req))
 	if err != nil {
 		return err
 	}
@@ -20,7 +20,7 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request, owner stri
 }
 
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, owner string) error {
-	secs, err := s.mgr.Secrets(owner)
+	secs, err := s.mgr.Secrets(r.Context(), owner)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, owner strin
 }
 
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request, owner string) error {
-	if err := s.mgr.DeleteSecret(owner, r.PathValue("name")); err != nil {
+	if err := s.mgr.DeleteSecret(r.Context(), owner, r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -41,7 +41,7 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request, owner str
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	rec, err := s.mgr.UpdateNetwork(r.Context(), owner, r.PathValue("id"), req)
+	rec, err := s.mgr.UpdateNetwork(r.Context(), owner, r.PathValue("id"), networkPolicy(req))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,33 @@
+package server
+
+// Conversions from wire types (package api) to domain types (package
+// sandbox): the server alone converts; the manager speaks domain types.
+
+import (
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+)
+
+func createRequest(r api.CreateSandboxRequest) sandbox.CreateRequest {
+	out := sandbox.CreateRequest{
+		Template: r.Template, TimeoutSeconds: r.TimeoutSeconds, Env: r.Env, Metadata: r.Metadata,
+		OnTimeout: r.OnTimeout, MaxCostMicros: r.MaxCostMicros, Secrets: r.Secrets,
+	}
+	if r.Resources != nil {
+		out.Resources = sandbox.Resources{VCPUs: r.Resources.VCPUs, MemoryMiB: r.Resources.MemoryMiB,
+			DiskMiB: r.Resources.DiskMiB, PIDs: r.Resources.PIDs}
+	}
+	if r.Network != nil {
+		p := networkPolicy(*r.Network)
+		out.Network = &p
+	}
+	return out
+}
+
+func networkPolicy(p api.NetworkPolicy) sandbox.NetworkPolicy {
+	return sandbox.NetworkPolicy{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}
+}
+
+func secret(r api.CreateSecretRequest) sandbox.Secret {
+	return sandbox.Secret{Name: r.Name, Value: r.Value, Hosts: r.Hosts}
+}

@@ -77,7 +77,7 @@ type Manager struct {
 	net     Network // nil: networking disabled
 	egress  *Egress
 	pool    *pool
-	tpl     *Templates // nil: only the backend's templates (see templates.go)
+	tpl     Templates // nil: only the backend's templates
 
 	mu      sync.Mutex
 	live    map[string]string // live sandbox id → owner
@@ -99,6 +99,9 @@ type Deps struct {
 	// policies of template build sandboxes (default: NewEgress(Store,
 	// nil), for a daemon without networking).
 	Egress *Egress
+	// Templates resolves template names; nil: only the backend's own
+	// templates exist.
+	Templates Templates
 	// Log defaults to discarding.
 	Log *slog.Logger
 }
@@ -117,7 +120,7 @@ func New(cfg Config, d Deps) *Manager {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
-		egress: d.Egress, pool: newPool(cfg.WarmPool), live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+		egress: d.Egress, tpl: d.Templates, pool: newPool(cfg.WarmPool), live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
 }
 
 func (m *Manager) event(name string) {
@@ -159,7 +162,7 @@ func (m *Manager) Create(ctx context.Context, owner string, req sandbox.CreateRe
 	if err := m.validateNetwork(owner, req, rec); err != nil {
 		return nil, err
 	}
-	tref, err := m.templateRef(owner, rec.Template)
+	tref, err := m.templateRef(ctx, owner, rec.Template)
 	if err != nil {
 		return nil, err
 	}

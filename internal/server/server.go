@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
+	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 	"github.com/paddock-sandbox/paddock/tooluse/mcp"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	// PortKey signs port URLs (see PortKey); without it only API keys
 	// reach sandbox ports.
 	PortKey []byte
+	// Templates serves /v1/templates and snapshots; nil: templates are
+	// not enabled (501).
+	Templates *catalog.Builder
 	// MCP configures /v1/mcp (see mcp.go).
 	MCP MCPConfig
 }

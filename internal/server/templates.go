@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/paddock-sandbox/paddock/api"
-	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/template"
+	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 )
 
 // Limits on template requests.
@@ -34,8 +34,8 @@ func (s *Server) templateRoutes() {
 	s.handle("POST /v1/sandboxes/{id}/snapshot", s.snapshotSandbox)
 }
 
-func (s *Server) templates() (*manager.Templates, error) {
-	t := s.mgr.Templates()
+func (s *Server) templates() (*catalog.Builder, error) {
+	t := s.cfg.Templates
 	if t == nil {
 		return nil, fmt.Errorf("%w: templates are not enabled on this daemon", sandbox.ErrNotSupported)
 	}
@@ -47,7 +47,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	list := t.List(owner)
+	list := t.List(r.Context(), owner)
 	if list == nil {
 		list = []api.Template{}
 	}
@@ -60,7 +60,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
-	tpl, err := t.Get(owner, r.PathValue("name"))
+	tpl, err := t.Get(r.Context(), owner, r.PathValue("name"))
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/pool"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -76,7 +77,7 @@ type Manager struct {
 	agent   *agent.Client
 	net     Network // nil: networking disabled
 	egress  *Egress
-	pool    *pool
+	pool    *pool.Pool
 	tpl     Templates // nil: only the backend's templates
 
 	mu      sync.Mutex
@@ -119,8 +120,10 @@ func New(cfg Config, d Deps) *Manager {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
-		egress: d.Egress, tpl: d.Templates, pool: newPool(cfg.WarmPool), live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
+		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
+	return m
 }
 
 func (m *Manager) event(name string) {

@@ -19,10 +19,10 @@ import (
 // caller creates a sandbox itself.
 func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.CreateRequest, want *store.Record, ref string) (rec *store.Record, ok bool, err error) {
 	p := m.pool
-	if !p.enabled() {
+	if !p.Enabled() {
 		return nil, false, nil
 	}
-	if p.sizes[want.Template] == 0 {
+	if p.Size(want.Template) == 0 {
 		m.yieldForCreate(ctx, owner)
 		return nil, false, nil
 	}
@@ -33,7 +33,7 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.Create
 		m.yieldForCreate(ctx, owner)
 		return nil, false, nil
 	}
-	id := p.take(want.Template, ref)
+	id := p.Take(want.Template, ref)
 	if id == "" {
 		m.event("pool_miss")
 		m.yieldForCreate(ctx, owner)
@@ -44,9 +44,7 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.Create
 	if m.cfg.MaxPerKey > 0 {
 		if n := m.ownedLocked(owner); n >= m.cfg.MaxPerKey {
 			m.mu.Unlock()
-			p.mu.Lock()
-			p.idle[want.Template] = append([]idleSandbox{{id: id, ref: ref}}, p.idle[want.Template]...)
-			p.mu.Unlock()
+			p.Return(want.Template, id, ref)
 			return nil, true, fmt.Errorf("%w: this key has %d sandboxes running (--max-sandboxes-per-key)", sandbox.ErrLimit, n)
 		}
 	}
@@ -132,21 +130,7 @@ func (m *Manager) yieldForCreate(ctx context.Context, owner string) {
 	if !full || atLimit {
 		return
 	}
-	p := m.pool
-	p.mu.Lock()
-	best := ""
-	for t, ids := range p.idle {
-		if len(ids) > 0 && (best == "" || len(ids) > len(p.idle[best])) {
-			best = t
-		}
-	}
-	var id string
-	if best != "" {
-		id = p.idle[best][0].id
-		p.idle[best] = p.idle[best][1:]
-	}
-	p.holdUntil = time.Now().Add(poolYieldHold)
-	p.mu.Unlock()
+	best, id := m.pool.Evict()
 	if id == "" {
 		return
 	}

@@ -27,7 +27,7 @@ func (m *Manager) reapPooled(ctx context.Context, r *store.Record, now time.Time
 	case r.State != sandbox.Running:
 		return true // being created
 	}
-	idle, isIdle := p.find(r.Template, r.ID)
+	idleRef, isIdle := p.Find(r.Template, r.ID)
 	if !isIdle {
 		// Being created or handed out, or (after a failed destroy) in no
 		// pool at all: the latter is destroyed once it is clearly not
@@ -42,17 +42,17 @@ func (m *Manager) reapPooled(ctx context.Context, r *store.Record, now time.Time
 	case now.Sub(r.CreatedAt) > poolMaxAge:
 		reason = "old"
 	case checkLive:
-		if ref, err := m.templateRef(ctx, poolOwner, r.Template); err != nil || ref != idle.ref {
+		if ref, err := m.templateRef(ctx, poolOwner, r.Template); err != nil || ref != idleRef {
 			reason = "template changed"
 		} else if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
 			reason = "exited"
 		}
 	}
 	if reason != "" {
-		if p.remove(r.Template, r.ID) {
+		if p.Remove(r.Template, r.ID) {
 			m.log.Info("warm pool: recycling", "sandbox", r.ID, "template", r.Template, "reason", reason)
 			m.discardPooled(ctx, r.ID)
-			p.wake()
+			p.Wake()
 		}
 		return true
 	}
@@ -79,7 +79,7 @@ func (m *Manager) discardOrphan(ctx context.Context, id string) {
 	p := m.pool
 	orphan := err == nil && r.Owner == poolOwner
 	if orphan {
-		_, idle := p.find(r.Template, id)
+		_, idle := p.Find(r.Template, id)
 		orphan = !idle
 	}
 	unlock()

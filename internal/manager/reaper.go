@@ -94,7 +94,7 @@ func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, r
 // are marked stopped and cleaned up, and old records are pruned. It works
 // from the store, not from timers, so a restart loses nothing.
 func (m *Manager) Run(ctx context.Context) {
-	m.startPool(ctx)
+	m.pool.Start(ctx)
 	tick := time.NewTicker(m.cfg.ReapInterval)
 	defer tick.Stop()
 	var lastLiveness time.Time

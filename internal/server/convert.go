@@ -31,3 +31,22 @@ func networkPolicy(p api.NetworkPolicy) sandbox.NetworkPolicy {
 func secret(r api.CreateSecretRequest) sandbox.Secret {
 	return sandbox.Secret{Name: r.Name, Value: r.Value, Hosts: r.Hosts}
 }
+
+func metrics(m *sandbox.Metrics) api.Metrics {
+	return api.Metrics{
+		SandboxID: m.SandboxID, State: string(m.State), SampledAt: m.SampledAt,
+		CPUSeconds: m.CPUSeconds, RunningSeconds: m.RunningSeconds,
+		MemoryBytes: m.MemoryBytes, MemoryPeakBytes: m.MemoryPeakBytes, MemoryGiBSeconds: m.MemoryGiBSeconds,
+		DiskBytes: m.DiskBytes, NetworkRxBytes: m.NetRxBytes, NetworkTxBytes: m.NetTxBytes, PIDs: m.PIDs,
+		CostMicros: m.CostMicros,
+	}
+}
+
+func usage(u *sandbox.Usage) api.Usage {
+	return api.Usage{KeyID: u.Owner, From: u.From, To: u.To, Sandboxes: u.Sandboxes, CPUSeconds: u.CPUSeconds,
+		RunningSeconds: u.RunningSeconds, MemoryGiBSeconds: u.MemoryGiBSeconds, CostMicros: u.CostMicros}
+}
+
+func secretInfo(s sandbox.SecretInfo) api.Secret {
+	return api.Secret{Name: s.Name, Hosts: s.Hosts, CreatedAt: s.CreatedAt}
+}

@@ -154,7 +154,7 @@ func (s *Server) sandboxMetrics(w http.ResponseWriter, r *http.Request, owner st
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, metrics(m))
 	return nil
 }
 
@@ -178,6 +178,6 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request, owner string) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, u)
+	writeJSON(w, http.StatusOK, usage(u))
 	return nil
 }

@@ -15,7 +15,7 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request, owner stri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, sec)
+	writeJSON(w, http.StatusCreated, secretInfo(*sec))
 	return nil
 }
 
@@ -24,7 +24,11 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.ListSecretsResponse{Secrets: secs})
+	out := api.ListSecretsResponse{Secrets: make([]api.Secret, 0, len(secs))}
+	for _, sec := range secs {
+		out.Secrets = append(out.Secrets, secretInfo(sec))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

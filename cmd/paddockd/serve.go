@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/backend/container"
 	"github.com/paddock-sandbox/paddock/internal/manager"
@@ -66,7 +67,7 @@ func serve(args []string) error {
 	stateDir := fs.String("state-dir", defaultStateDir, "state directory (database, keys, sandboxes)")
 	maxSandboxes := fs.Int("max-sandboxes", 100, "most live sandboxes on this host (503 no_capacity past it)")
 	maxPerKey := fs.Int("max-sandboxes-per-key", 0, "most live sandboxes per API key, 0 = no per-key limit (429 past it)")
-	maxFile := fs.Int64("max-file-bytes", 100<<20, "largest file upload or download through the files API")
+	maxFile := fs.Int64("max-file-bytes", api.DefaultMaxFileBytes, "largest file upload or download through the files API")
 	runtime := fs.String("runtime", "runc", "default OCI runtime: runc, crun, runsc, or a name from the config's runtimes")
 	agentBin := fs.String("agent-binary", "", "paddock-agent binary (default: next to paddockd)")
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")

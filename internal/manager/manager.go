@@ -4,6 +4,14 @@
 // persisted state (so no sandbox outlives expires_at, even across
 // restarts), and on start recovers from a crash by re-adopting live
 // sandboxes and destroying everything else the backend finds.
+//
+// It speaks domain types (package sandbox); only internal/server converts
+// the wire types of package api. It is wired by construction (New with
+// Deps): the backend, the agent client, and small interfaces for what it
+// needs of others (Network to attach sandboxes, Templates to resolve
+// names), a nil interface meaning that feature is disabled. It gives the
+// template Builder build sandboxes (catalog.Sandboxes, builds.go) and the
+// warm pool (internal/pool) its idle sandboxes (pool*.go).
 package manager
 
 import (

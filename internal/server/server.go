@@ -67,7 +67,7 @@ type Server struct {
 // New returns the API server.
 func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *Server {
 	if cfg.MaxFileBytes <= 0 {
-		cfg.MaxFileBytes = 100 << 20
+		cfg.MaxFileBytes = api.DefaultMaxFileBytes
 	}
 	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
 	s.portTransport = &http.Transport{

@@ -47,11 +47,11 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	list := t.List(r.Context(), owner)
-	if list == nil {
-		list = []api.Template{}
+	out := api.ListTemplatesResponse{Templates: []api.Template{}}
+	for _, tpl := range t.List(r.Context(), owner) {
+		out.Templates = append(out.Templates, templateAPI(&tpl))
 	}
-	writeJSON(w, http.StatusOK, api.ListTemplatesResponse{Templates: list})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -64,7 +64,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tpl)
+	writeJSON(w, http.StatusOK, templateAPI(tpl))
 	return nil
 }
 
@@ -139,13 +139,20 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 		}
 	}
 	if !strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		tpl, err := t.CreateTemplate(r.Context(), owner, req, bc, nil)
+		tpl, err := t.CreateTemplate(r.Context(), owner, buildRequest(req), bc, nil)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusCreated, tpl)
+		writeJSON(w, http.StatusCreated, templateAPI(tpl))
 		return nil
 	}
+	s.streamBuild(w, r, t, owner, buildRequest(req), bc)
+	return nil
+}
+
+// streamBuild runs a build, answering with its progress as NDJSON
+// BuildEvents; an error ends the stream as an error event.
+func (s *Server) streamBuild(w http.ResponseWriter, r *http.Request, t *catalog.Builder, owner string, req catalog.BuildRequest, bc template.BuildContext) {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
@@ -155,7 +162,8 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 		enc.Encode(ev)
 		rc.Flush()
 	}
-	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, emit); err != nil {
+	progress := func(ev catalog.BuildEvent) { emit(buildEventAPI(ev)) }
+	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, progress); err != nil {
 		st := status(err)
 		code, ok := codes[st]
 		if !ok {
@@ -166,7 +174,6 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 		}
 		emit(api.BuildEvent{Type: api.BuildEventError, Error: &api.ErrorBody{Code: code, Message: err.Error()}})
 	}
-	return nil
 }
 
 // templateErr maps the build-context errors of package template.
@@ -193,6 +200,6 @@ func (s *Server) snapshotSandbox(w http.ResponseWriter, r *http.Request, owner s
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, tpl)
+	writeJSON(w, http.StatusCreated, templateAPI(tpl))
 	return nil
 }

@@ -29,9 +29,9 @@ const (
 // or built from a recipe or a Dockerfile (whose COPY and ADD read bc, or
 // req.Context when bc is nil). emit, if not nil, receives the build's
 // progress events; the error, if any, is returned and not emitted.
-func (t *Builder) CreateTemplate(ctx context.Context, owner string, req api.CreateTemplateRequest, bc template.BuildContext, emit func(api.BuildEvent)) (*api.Template, error) {
+func (t *Builder) CreateTemplate(ctx context.Context, owner string, req BuildRequest, bc template.BuildContext, emit func(BuildEvent)) (*Template, error) {
 	if emit == nil {
-		emit = func(api.BuildEvent) {}
+		emit = func(BuildEvent) {}
 	}
 	name, tag, err := t.checkNewName(req.Name)
 	if err != nil {
@@ -47,11 +47,11 @@ func (t *Builder) CreateTemplate(ctx context.Context, owner string, req api.Crea
 		return nil, fmt.Errorf("%w: set exactly one of from, recipe and dockerfile", sandbox.ErrInvalid)
 	}
 	if req.From != nil {
-		emit(api.BuildEvent{Type: api.BuildEventStep, Steps: 0, Instruction: "IMPORT " + describeAPISource(req.From)})
+		emit(BuildEvent{Type: EventStep, Steps: 0, Instruction: "IMPORT " + describeAPISource(req.From)})
 		start := time.Now()
 		tpl, err := t.importSource(ctx, owner, name, tag, req.From)
 		if err == nil {
-			emit(api.BuildEvent{Type: api.BuildEventDone, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
+			emit(BuildEvent{Type: EventDone, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
 		}
 		return tpl, err
 	}
@@ -62,8 +62,8 @@ func (t *Builder) CreateTemplate(ctx context.Context, owner string, req api.Crea
 			o.timeout = -1
 		}
 	}
-	o.spec, err = t.sb.CheckBuild(ctx, owner, BuildSpec{Resources: domainResources(req.Resources),
-		Network: domainNetwork(req.Network), StepTimeout: o.timeout})
+	o.spec, err = t.sb.CheckBuild(ctx, owner, BuildSpec{Resources: req.Resources,
+		Network: req.Network, StepTimeout: o.timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (t *Builder) CreateTemplate(ctx context.Context, owner string, req api.Crea
 			return nil, storeErr(err)
 		}
 		for _, w := range df.Warnings {
-			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stderr", Output: "warning: " + w + "\n"})
+			emit(BuildEvent{Type: EventOutput, Stream: "stderr", Output: "warning: " + w + "\n"})
 		}
 		recipe, source = &df.Recipe, "dockerfile from "+df.Recipe.From
 	} else {
@@ -91,7 +91,7 @@ func (t *Builder) CreateTemplate(ctx context.Context, owner string, req api.Crea
 	return t.build(ctx, owner, name, tag, recipe, source, o, emit)
 }
 
-func describeAPISource(s *api.TemplateSource) string {
+func describeAPISource(s *Source) string {
 	switch {
 	case s.Image != "":
 		return "image " + s.Image
@@ -112,10 +112,10 @@ type buildOpts struct {
 // build runs a recipe: every step is looked up in the cache by its key
 // (the owner, the starting template, and every step so far) and only run
 // when missing.
-func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.Recipe, source string, o buildOpts, emit func(api.BuildEvent)) (*api.Template, error) {
+func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.Recipe, source string, o buildOpts, emit func(BuildEvent)) (*Template, error) {
 	start := time.Now()
 	total := len(rec.Steps)
-	emit(api.BuildEvent{Type: api.BuildEventStep, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
+	emit(BuildEvent{Type: EventStep, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
 	cur, identity, cached, err := t.buildFrom(ctx, owner, rec.From, emit)
 	if err != nil {
 		return nil, fmt.Errorf("FROM %s: %w", rec.From, err)
@@ -124,7 +124,7 @@ func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.R
 	t.hold(cur.image)
 	defer func() { t.release(held...) }()
 	if cached {
-		emit(api.BuildEvent{Type: api.BuildEventCached, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
+		emit(BuildEvent{Type: EventCached, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
 	}
 	var cfg template.ImageConfig
 	var layers []string
@@ -139,7 +139,7 @@ func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.R
 	for i, st := range rec.Steps {
 		k, _ := template.StepKind(st)
 		key = template.StepKey(key, st)
-		ev := api.BuildEvent{Type: api.BuildEventStep, Step: i + 1, Steps: total, Instruction: template.Describe(st)}
+		ev := BuildEvent{Type: EventStep, Step: i + 1, Steps: total, Instruction: template.Describe(st)}
 		emit(ev)
 		stepStart := time.Now()
 		if c := t.cacheHit(key); c != nil && !o.noCache {
@@ -149,7 +149,7 @@ func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.R
 				t.hold(cur.image)
 				held = append(held, cur.image)
 				cfg, layers = im.Config, im.Layers
-				ev.Type = api.BuildEventCached
+				ev.Type = EventCached
 				emit(ev)
 				continue
 			}
@@ -183,7 +183,7 @@ func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.R
 		return nil, err
 	}
 	tpl := t.register(owner, name, tag, final, cur, source)
-	emit(api.BuildEvent{Type: api.BuildEventDone, Steps: total, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
+	emit(BuildEvent{Type: EventDone, Steps: total, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
 	return tpl, nil
 }
 
@@ -202,7 +202,7 @@ func (t *Catalog) cacheHit(key string) *cacheEntry {
 // buildFrom resolves a recipe's from: a template owner can use, else a
 // registry image, pulled once and cached. identity names its content for
 // cache keys; cached reports a pull that was not needed.
-func (t *Builder) buildFrom(ctx context.Context, owner, from string, emit func(api.BuildEvent)) (r tplRef, identity string, cached bool, err error) {
+func (t *Builder) buildFrom(ctx context.Context, owner, from string, emit func(BuildEvent)) (r tplRef, identity string, cached bool, err error) {
 	r, err = t.resolve(owner, from)
 	if err == nil {
 		if r.image == "" {
@@ -225,7 +225,7 @@ func (t *Builder) buildFrom(ctx context.Context, owner, from string, emit func(a
 			return tplRef{image: img}, "image:" + im.Digest + ":false", true, nil
 		}
 	}
-	emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stdout", Output: "pulling image " + from + "\n"})
+	emit(BuildEvent{Type: EventOutput, Stream: "stdout", Output: "pulling image " + from + "\n"})
 	t.hold(img)
 	defer t.release(img)
 	var im *template.Image
@@ -250,7 +250,7 @@ func (t *Builder) buildFrom(ctx context.Context, owner, from string, emit func(a
 // runStep runs a file-changing step in a new sandbox of cur and commits
 // the sandbox's writable layer as store image img.
 func (t *Builder) runStep(ctx context.Context, owner string, cur tplRef, cfg template.ImageConfig, k string, st api.RecipeStep,
-	img string, o buildOpts, n int, emit func(api.BuildEvent)) (*template.Image, error) {
+	img string, o buildOpts, n int, emit func(BuildEvent)) (*template.Image, error) {
 	step := func(ctx context.Context, id string) error {
 		if k == template.StepCopy {
 			return t.copyStep(ctx, id, cfg.WorkingDir, st.Copy, emit)
@@ -282,7 +282,7 @@ func (t *Builder) runStep(ctx context.Context, owner string, cur tplRef, cfg tem
 }
 
 // execStep runs cmd with /bin/sh in the build sandbox, streaming output.
-func (t *Builder) execStep(ctx context.Context, id, wd, cmd, kind string, o buildOpts, emit func(api.BuildEvent)) error {
+func (t *Builder) execStep(ctx context.Context, id, wd, cmd, kind string, o buildOpts, emit func(BuildEvent)) error {
 	if wd == "" {
 		wd = "/"
 	}
@@ -308,7 +308,7 @@ func (t *Builder) execStep(ctx context.Context, id, wd, cmd, kind string, o buil
 		}
 		switch ev.Type {
 		case api.EventStdout, api.EventStderr:
-			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: ev.Type, Output: string(ev.Data)})
+			emit(BuildEvent{Type: EventOutput, Stream: ev.Type, Output: string(ev.Data)})
 		case api.EventError:
 			msg := "exec failed"
 			if ev.Error != nil {
@@ -341,7 +341,7 @@ func (t *Builder) execStep(ctx context.Context, id, wd, cmd, kind string, o buil
 
 // copyStep writes a copy step's file or unpacks its archive through the
 // agent, so paths resolve inside the sandbox as they will later.
-func (t *Builder) copyStep(ctx context.Context, id, wd string, c *api.CopyStep, emit func(api.BuildEvent)) error {
+func (t *Builder) copyStep(ctx context.Context, id, wd string, c *api.CopyStep, emit func(BuildEvent)) error {
 	dst := template.ResolveDir(wd, c.Dst)
 	if len(c.TarBase64) == 0 {
 		if strings.HasSuffix(c.Dst, "/") {
@@ -388,27 +388,27 @@ func (t *Builder) copyStep(ctx context.Context, id, wd string, c *api.CopyStep, 
 			_, err = t.agent.WriteFile(ctx, id, target, mode, bytes.NewReader(data), int64(len(data)))
 			files++
 		default:
-			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stderr",
+			emit(BuildEvent{Type: EventOutput, Stream: "stderr",
 				Output: fmt.Sprintf("warning: %s skipped (only files and directories are copied)\n", hdr.Name)})
 		}
 		if err != nil {
 			return fmt.Errorf("copy %s: %w", target, err)
 		}
 	}
-	emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stdout", Output: fmt.Sprintf("copied %d files to %s\n", files, dst)})
+	emit(BuildEvent{Type: EventOutput, Stream: "stdout", Output: fmt.Sprintf("copied %d files to %s\n", files, dst)})
 	return nil
 }
 
 // Snapshot freezes owner's sandbox id (if running), turns its writable
 // layer into a new layer on top of its template's layers, thaws it, and
 // saves the result as owner's template name.
-func (t *Builder) Snapshot(ctx context.Context, owner, id, name string) (*api.Template, error) {
+func (t *Builder) Snapshot(ctx context.Context, owner, id, name string) (*Template, error) {
 	n, tag, err := t.checkNewName(name)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	var tpl *api.Template
+	var tpl *Template
 	err = t.sb.Freeze(ctx, owner, id, func(ctx context.Context, up template.Upper) error {
 		parent, err := t.parentOf(up.Ref)
 		if err != nil {
@@ -463,20 +463,4 @@ func (t *Catalog) parentOf(backendName string) (tplRef, error) {
 		return tplRef{}, fmt.Errorf("%w: the sandbox's template image %s is gone", sandbox.ErrConflict, img)
 	}
 	return t.resolve("", backendName)
-}
-
-// domainResources converts a template request's resources.
-func domainResources(r *api.Resources) sandbox.Resources {
-	if r == nil {
-		return sandbox.Resources{}
-	}
-	return sandbox.Resources{VCPUs: r.VCPUs, MemoryMiB: r.MemoryMiB, DiskMiB: r.DiskMiB, PIDs: r.PIDs}
-}
-
-// domainNetwork converts a template request's network policy.
-func domainNetwork(p *api.NetworkPolicy) *sandbox.NetworkPolicy {
-	if p == nil {
-		return nil
-	}
-	return &sandbox.NetworkPolicy{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}
 }

@@ -12,15 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/template"
 )
 
 // List returns the templates owner can see: base ones, shared ones and
 // its own, by name.
-func (t *Catalog) List(ctx context.Context, owner string) []api.Template {
-	var out []api.Template
+func (t *Catalog) List(ctx context.Context, owner string) []Template {
+	var out []Template
 	for name, rt := range t.cfg.BaseRuntimes {
 		out = append(out, t.baseAPI(name, rt))
 	}
@@ -42,7 +41,7 @@ func (t *Catalog) List(ctx context.Context, owner string) []api.Template {
 		out = append(out, t.toAPI(e))
 	}
 	for ref, st := range pending {
-		out = append(out, api.Template{Name: ref, Source: "config", Shared: true, Status: st})
+		out = append(out, Template{Name: ref, Source: "config", Shared: true, Status: st})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {
@@ -53,16 +52,16 @@ func (t *Catalog) List(ctx context.Context, owner string) []api.Template {
 	return out
 }
 
-func (t *Catalog) baseAPI(name, runtime string) api.Template {
+func (t *Catalog) baseAPI(name, runtime string) Template {
 	src := "host system"
 	if name != "base" {
 		src = "base (config)"
 	}
-	return api.Template{Name: name, Source: src, Shared: true, OnBase: true, Runtime: runtime, Status: "ready"}
+	return Template{Name: name, Source: src, Shared: true, OnBase: true, Runtime: runtime, Status: "ready"}
 }
 
-func (t *Catalog) toAPI(e *tplEntry) api.Template {
-	out := api.Template{Name: e.ref(), Source: e.Source, CreatedAt: e.Created, Shared: e.Owner == "",
+func (t *Catalog) toAPI(e *tplEntry) Template {
+	out := Template{Name: e.ref(), Source: e.Source, CreatedAt: e.Created, Shared: e.Owner == "",
 		Owner: e.Owner, Runtime: e.Runtime, OnBase: e.OnBase, Status: "ready"}
 	if im, err := t.store.Get(e.Image); err == nil {
 		out.Digest, out.Size, out.Layers = im.Digest, im.Size, len(im.Layers)
@@ -74,7 +73,7 @@ func (t *Catalog) toAPI(e *tplEntry) api.Template {
 }
 
 // Get returns the template owner sees as s.
-func (t *Catalog) Get(ctx context.Context, owner, s string) (*api.Template, error) {
+func (t *Catalog) Get(ctx context.Context, owner, s string) (*Template, error) {
 	if name, ok := t.baseName(s); ok {
 		a := t.baseAPI(name, t.cfg.BaseRuntimes[name])
 		return &a, nil
@@ -92,7 +91,7 @@ func (t *Catalog) Get(ctx context.Context, owner, s string) (*api.Template, erro
 		a := t.toAPI(e)
 		return &a, nil
 	case pending:
-		return &api.Template{Name: ref, Source: "config", Shared: true, Status: st}, nil
+		return &Template{Name: ref, Source: "config", Shared: true, Status: st}, nil
 	}
 	return nil, fmt.Errorf("template %s: %w", s, sandbox.ErrNotFound)
 }
@@ -257,7 +256,7 @@ func (t *Catalog) checkNewName(s string) (name, tag string, err error) {
 }
 
 // register saves owner's template name:tag pointing at store image img.
-func (t *Catalog) register(owner, name, tag, img string, r tplRef, source string) *api.Template {
+func (t *Catalog) register(owner, name, tag, img string, r tplRef, source string) *Template {
 	e := &tplEntry{Name: name, Tag: tag, Owner: owner, Image: img, OnBase: r.onBase, Runtime: r.runtime,
 		Source: source, Created: time.Now().UTC()}
 	t.mu.Lock()
@@ -270,7 +269,7 @@ func (t *Catalog) register(owner, name, tag, img string, r tplRef, source string
 
 // importSource makes owner's template from an image source or another
 // template.
-func (t *Catalog) importSource(ctx context.Context, owner, name, tag string, src *api.TemplateSource) (*api.Template, error) {
+func (t *Catalog) importSource(ctx context.Context, owner, name, tag string, src *Source) (*Template, error) {
 	n := 0
 	for _, s := range []string{src.Image, src.OCILayout, src.Tarball, src.Template} {
 		if s != "" {

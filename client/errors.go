@@ -28,50 +28,24 @@ type APIError struct {
 // Sentinel errors, one per api.Code* constant. errors.Is(err, ErrNotFound)
 // reports whether err is an *APIError with that code.
 var (
-	ErrBadRequest      = &APIError{StatusCode: http.StatusBadRequest, Code: api.CodeBadRequest}
-	ErrUnauthorized    = &APIError{StatusCode: http.StatusUnauthorized, Code: api.CodeUnauthorized}
-	ErrNotFound        = &APIError{StatusCode: http.StatusNotFound, Code: api.CodeNotFound}
-	ErrConflict        = &APIError{StatusCode: http.StatusConflict, Code: api.CodeConflict}
-	ErrTooLarge        = &APIError{StatusCode: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge}
-	ErrUnknownTemplate = &APIError{StatusCode: http.StatusUnprocessableEntity, Code: api.CodeUnknownTemplate}
-	ErrLimitExceeded   = &APIError{StatusCode: http.StatusTooManyRequests, Code: api.CodeLimitExceeded}
-	ErrNoCapacity      = &APIError{StatusCode: http.StatusServiceUnavailable, Code: api.CodeNoCapacity}
-	ErrInternal        = &APIError{StatusCode: http.StatusInternalServerError, Code: api.CodeInternal}
-	ErrUnavailable     = &APIError{StatusCode: http.StatusBadGateway, Code: api.CodeUnavailable}
-	ErrNoSpace         = &APIError{StatusCode: http.StatusInsufficientStorage, Code: api.CodeNoSpace}
-	ErrNotSupported    = &APIError{StatusCode: http.StatusNotImplemented, Code: api.CodeNotSupported}
+	ErrBadRequest      = sentinel(api.CodeBadRequest)
+	ErrUnauthorized    = sentinel(api.CodeUnauthorized)
+	ErrNotFound        = sentinel(api.CodeNotFound)
+	ErrConflict        = sentinel(api.CodeConflict)
+	ErrTooLarge        = sentinel(api.CodeTooLarge)
+	ErrUnknownTemplate = sentinel(api.CodeUnknownTemplate)
+	ErrLimitExceeded   = sentinel(api.CodeLimitExceeded)
+	ErrNoCapacity      = sentinel(api.CodeNoCapacity)
+	ErrInternal        = sentinel(api.CodeInternal)
+	ErrUnavailable     = sentinel(api.CodeUnavailable)
+	ErrNoSpace         = sentinel(api.CodeNoSpace)
+	ErrNotSupported    = sentinel(api.CodeNotSupported)
 )
 
-// statusForCode is the HTTP status an error code travels with; ok is false
-// for codes this package does not know.
-func statusForCode(code string) (status int, ok bool) {
-	switch code {
-	case api.CodeBadRequest:
-		return http.StatusBadRequest, true
-	case api.CodeUnauthorized:
-		return http.StatusUnauthorized, true
-	case api.CodeNotFound:
-		return http.StatusNotFound, true
-	case api.CodeConflict:
-		return http.StatusConflict, true
-	case api.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge, true
-	case api.CodeUnknownTemplate:
-		return http.StatusUnprocessableEntity, true
-	case api.CodeLimitExceeded:
-		return http.StatusTooManyRequests, true
-	case api.CodeNoCapacity:
-		return http.StatusServiceUnavailable, true
-	case api.CodeInternal:
-		return http.StatusInternalServerError, true
-	case api.CodeUnavailable:
-		return http.StatusBadGateway, true
-	case api.CodeNoSpace:
-		return http.StatusInsufficientStorage, true
-	case api.CodeNotSupported:
-		return http.StatusNotImplemented, true
-	}
-	return 0, false
+// sentinel is the *APIError of a code, with the status it travels with
+// (api.StatusOf, generated from api/openapi.yaml).
+func sentinel(code string) *APIError {
+	return &APIError{StatusCode: api.StatusOf(code), Code: code}
 }
 
 // Error returns the server's message followed by the code, for example
@@ -98,42 +72,10 @@ func (e *APIError) Is(target error) bool {
 	if !ok || t == nil {
 		return false
 	}
-	if _, known := statusForCode(e.Code); known && t.Code != "" {
+	if api.KnownCode(e.Code) && t.Code != "" {
 		return e.Code == t.Code
 	}
 	return t.StatusCode != 0 && e.StatusCode == t.StatusCode
-}
-
-// codeForStatus is the error code of a status when the body carries none.
-func codeForStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return api.CodeBadRequest
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return api.CodeUnauthorized
-	case http.StatusNotFound:
-		return api.CodeNotFound
-	case http.StatusConflict:
-		return api.CodeConflict
-	case http.StatusRequestEntityTooLarge:
-		return api.CodeTooLarge
-	case http.StatusUnprocessableEntity:
-		return api.CodeUnknownTemplate
-	case http.StatusTooManyRequests:
-		return api.CodeLimitExceeded
-	case http.StatusServiceUnavailable:
-		return api.CodeNoCapacity
-	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		return api.CodeUnavailable
-	case http.StatusInsufficientStorage:
-		return api.CodeNoSpace
-	case http.StatusNotImplemented:
-		return api.CodeNotSupported
-	}
-	if status >= 500 {
-		return api.CodeInternal
-	}
-	return ""
 }
 
 // parseError builds the *APIError of a non-2xx response from at most
@@ -152,7 +94,7 @@ func errorFromBody(status int, body []byte) *APIError {
 		e.Message = er.Error.Message
 		return e
 	}
-	e.Code = codeForStatus(status)
+	e.Code = api.CodeOf(status)
 	e.Message = plainMessage(body)
 	return e
 }
@@ -177,11 +119,7 @@ func plainMessage(body []byte) string {
 // eventError turns the error of an error stream event into an *APIError.
 func eventError(b *api.ErrorBody) *APIError {
 	if b == nil {
-		return &APIError{StatusCode: http.StatusInternalServerError, Code: api.CodeInternal, Message: "stream error event without details"}
+		return &APIError{StatusCode: api.StatusOf(api.CodeInternal), Code: api.CodeInternal, Message: "stream error event without details"}
 	}
-	status, ok := statusForCode(b.Code)
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	return &APIError{StatusCode: status, Code: b.Code, Message: b.Message}
+	return &APIError{StatusCode: api.StatusOf(b.Code), Code: b.Code, Message: b.Message}
 }

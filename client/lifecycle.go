@@ -31,12 +31,6 @@ func (s *Sandbox) lifecycle(ctx context.Context, verb string) error {
 	return nil
 }
 
-// Checkpoint asks the daemon to save a paused sandbox with its processes
-// to disk. Hosts without a working CRIU answer ErrNotSupported.
-func (s *Sandbox) Checkpoint(ctx context.Context) error {
-	return s.c.call(ctx, http.MethodPost, sandboxPath(s.ID, "checkpoint"), nil, struct{}{}, nil)
-}
-
 // Metrics returns the sandbox's resource accounting.
 func (s *Sandbox) Metrics(ctx context.Context) (*api.Metrics, error) {
 	var m api.Metrics

@@ -58,10 +58,10 @@ func TestPauseResume(t *testing.T) {
 	if q := sb.Process(p.ID); q.Refresh(ctx) != nil || q.State != api.ProcessRunning {
 		t.Fatalf("background process after resume: %+v", q.Process)
 	}
-	if err := sb.Checkpoint(ctx); !errors.Is(err, client.ErrNotSupported) && !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("checkpoint: %v, want not_supported (no working CRIU here) or conflict", err)
-	} else {
-		t.Logf("checkpoint answer: %v", err)
+	// Checkpoint/restore is not available (CRIU 3.17 fails on this
+	// kernel): the route does not exist.
+	if st, body := advRequest(t, "POST", "/v1/sandboxes/"+sb.ID+"/checkpoint", nil, nil); st != http.StatusNotFound {
+		t.Fatalf("checkpoint: %d %s, want 404 (no such route)", st, body)
 	}
 }
 

@@ -374,6 +374,7 @@ func advSearchHostUnder(name, dir string) []string {
 // advAgentBinaries are the host files a CVE-2019-5736-style overwrite would
 // target: the binaries next to paddockd and the template's agent copy.
 func advAgentBinaries(t *testing.T) map[string]string {
+	requireDaemon(t)
 	t.Helper()
 	sums := map[string]string{}
 	for _, b := range []string{"paddock-agent", "runc", "paddockd"} {
@@ -817,6 +818,7 @@ echo done`, nsPID, hostPID, marker)
 // mounts of the host's /dev/null, /dev/zero, ...) stay owned by host root:
 // otherwise root in the sandbox could chmod the host's /dev/null.
 func TestAdversarialHostDeviceNodes(t *testing.T) {
+	requireDaemon(t)
 	devs := []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 	type owner struct{ uid, gid, mode uint32 }
 	stat := func() map[string]owner {

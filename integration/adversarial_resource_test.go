@@ -198,6 +198,7 @@ func TestAdversarialOutputFlood(t *testing.T) {
 // TestAdversarialManyFiles creates 100,000 files and lists them: the
 // listing stops at 10,000 entries and says so.
 func TestAdversarialManyFiles(t *testing.T) {
+	requireDaemon(t)
 	n, disk := 100_000, int64(2048) // ext4 gives one inode per 16 KiB
 	if *long {
 		n, disk = 1_000_000, 20480

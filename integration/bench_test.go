@@ -20,6 +20,7 @@ import (
 // and reports medians, p99s and the ratios a/c and b/c. Run with
 // `make bench` (200 iterations).
 func BenchmarkLatency(b *testing.B) {
+	requireDaemon(b)
 	ctx := context.Background()
 	c := shared.client(0)
 	warm, err := c.Create(ctx, nil)

@@ -23,6 +23,7 @@ var capacityN = flag.Int("paddock.capacity.n", 200, "idle sandboxes BenchmarkCap
 // creates per second (4 concurrent clients), and the p99 latency of an
 // unrelated tenant's exec while the sandboxes exist.
 func BenchmarkCapacity(b *testing.B) {
+	requireDaemon(b)
 	base := crashUIDBase + 120*65536
 	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(base), "--max-sandboxes", strconv.Itoa(*capacityN + 10)}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	requireDaemon(t)
 	t.Helper()
 	cmd := exec.Command(filepath.Join(*binDir, "paddock"), args...)
 	cmd.Env = append(os.Environ(), "PADDOCK_URL="+shared.url, "PADDOCK_API_KEY="+shared.keys[0])

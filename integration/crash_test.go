@@ -20,6 +20,7 @@ const crashUIDBase = 1 << 28
 // and that after deleting everything no cgroup, mount, process or loop
 // device is left on the host.
 func TestCrashRecovery(t *testing.T) {
+	requireDaemon(t)
 	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(crashUIDBase), "--max-sandboxes", "10"}})
 	if err != nil {
 		t.Fatal(err)

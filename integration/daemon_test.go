@@ -16,6 +16,7 @@ import (
 
 // TestTemplateRuntime checks that a template can pick its own OCI runtime.
 func TestTemplateRuntime(t *testing.T) {
+	requireDaemon(t)
 	if _, err := exec.LookPath("crun"); err != nil {
 		t.Skip("crun not installed")
 	}
@@ -33,6 +34,7 @@ func TestTemplateRuntime(t *testing.T) {
 // TestKeyCreatedWhileRunning checks that `paddockd keys create` works
 // against a running daemon's state directory and the key works at once.
 func TestKeyCreatedWhileRunning(t *testing.T) {
+	requireDaemon(t)
 	out, err := exec.Command(filepath.Join(*binDir, "paddockd"), "keys", "create", "--state-dir", shared.stateDir, "--name", "carol").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,7 @@ func TestKeyCreatedWhileRunning(t *testing.T) {
 // TestGracefulRestart stops the daemon with SIGTERM: it exits cleanly,
 // the sandbox keeps running, and the next start re-adopts it.
 func TestGracefulRestart(t *testing.T) {
+	requireDaemon(t)
 	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(crashUIDBase + 40*65536)}})
 	if err != nil {
 		t.Fatal(err)

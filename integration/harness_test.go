@@ -30,19 +30,32 @@ var (
 // shared is the daemon most tests share.
 var shared *daemon
 
+// skipReason says why this host cannot run the integration tests (not
+// root, or no binaries in the default ../bin); every test skips with it
+// through requireDaemon. Set by TestMain only.
+var skipReason string
+
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if *binDir == "" {
+	explicitBin := *binDir != ""
+	if !explicitBin {
 		abs, _ := filepath.Abs("../bin")
 		*binDir = abs
 	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "integration tests need root")
+	_, binErr := os.Stat(filepath.Join(*binDir, "paddockd"))
+	switch {
+	case os.Geteuid() != 0:
+		skipReason = "integration tests need root (they run paddockd, runc, mounts and cgroups)"
+	case binErr != nil && explicitBin:
+		// -paddock.bin named binaries that are not there: a broken run,
+		// not a host that cannot run the tests.
+		fmt.Fprintf(os.Stderr, "no paddockd in -paddock.bin %s\n", *binDir)
 		os.Exit(1)
+	case binErr != nil:
+		skipReason = fmt.Sprintf("no paddockd in %s: run `make build` first or pass -paddock.bin", *binDir)
 	}
-	if _, err := os.Stat(filepath.Join(*binDir, "paddockd")); err != nil {
-		fmt.Fprintf(os.Stderr, "no paddockd in %s: run `make build` first\n", *binDir)
-		os.Exit(1)
+	if skipReason != "" {
+		os.Exit(m.Run()) // every test skips with the reason
 	}
 	opts := daemonOptions{}
 	if _, err := exec.LookPath("crun"); err == nil {
@@ -215,6 +228,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// requireDaemon skips t when this host cannot run the integration tests
+// (see skipReason). The harness helpers call it; a test that starts with
+// none of them calls it first.
+func requireDaemon(t testing.TB) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+}
+
 // newSandbox creates a sandbox on the shared daemon for key 0 and deletes
 // it when the test ends.
 func newSandbox(t testing.TB, req *api.CreateSandboxRequest) *client.Sandbox {
@@ -224,6 +247,7 @@ func newSandbox(t testing.TB, req *api.CreateSandboxRequest) *client.Sandbox {
 
 func newSandboxOn(t testing.TB, d *daemon, key int, req *api.CreateSandboxRequest) *client.Sandbox {
 	t.Helper()
+	requireDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sb, err := d.client(key).Create(ctx, req)
@@ -234,7 +258,11 @@ func newSandboxOn(t testing.TB, d *daemon, key int, req *api.CreateSandboxReques
 	return sb
 }
 
+// ctxT is a test's context on the harness (two minutes); it skips t when
+// the host cannot run the integration tests.
 func ctxT(t testing.TB) context.Context {
+	t.Helper()
+	requireDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

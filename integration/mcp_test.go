@@ -27,6 +27,7 @@ var mcpClient = sdk.NewClient(&sdk.Implementation{Name: "paddock-integration", V
 
 // mcpStdio starts `paddock mcp args...` for key 0 and connects to it.
 func mcpStdio(t *testing.T, args ...string) *sdk.ClientSession {
+	requireDaemon(t)
 	t.Helper()
 	cmd := exec.Command(filepath.Join(*binDir, "paddock"), append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "PADDOCK_URL="+shared.url, "PADDOCK_API_KEY="+shared.keys[0])
@@ -50,6 +51,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpHTTP connects to the shared daemon's /v1/mcp with key ("" for none).
 func mcpHTTP(t *testing.T, key string) (*sdk.ClientSession, error) {
+	requireDaemon(t)
 	t.Helper()
 	return mcpHTTPOn(t, shared, key)
 }
@@ -198,6 +200,7 @@ func TestMCPSandboxExpiry(t *testing.T) {
 }
 
 func TestMCPHTTP(t *testing.T) {
+	requireDaemon(t)
 	cs1, err := mcpHTTP(t, shared.keys[0])
 	if err != nil {
 		t.Fatal(err)
@@ -240,6 +243,7 @@ func TestMCPHTTP(t *testing.T) {
 }
 
 func TestMCPHTTPAuth(t *testing.T) {
+	requireDaemon(t)
 	for name, auth := range map[string]string{"none": "", "unknown key": "Bearer pdk_nope", "not bearer": "Basic eDp5"} {
 		req, _ := http.NewRequest("POST", shared.url+"/v1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -295,6 +299,7 @@ func TestMCPHTTPAuth(t *testing.T) {
 // is open: the session's sandbox is deleted (MCP sessions do not survive a
 // restart) and the daemon still exits promptly.
 func TestMCPDaemonShutdown(t *testing.T) {
+	requireDaemon(t)
 	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(crashUIDBase + 300*65536), "--max-sandboxes", "10"}})
 	if err != nil {
 		t.Fatal(err)

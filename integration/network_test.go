@@ -54,6 +54,7 @@ type internet struct {
 }
 
 func startInternet(t *testing.T) *internet {
+	requireDaemon(t)
 	t.Helper()
 	suffix := strconv.FormatInt(time.Now().UnixNano()%100000, 36)
 	in := &internet{ns: "pdti-" + suffix, veth: "pdti" + suffix}

@@ -16,6 +16,7 @@ import (
 // every core, a memory hog, an output flood and a disk fill. It reports
 // p50 and p99 of both phases and their ratio.
 func BenchmarkNoisyNeighbor(b *testing.B) {
+	requireDaemon(b)
 	ctx := context.Background()
 	other, err := shared.client(1).Create(ctx, nil)
 	if err != nil {

@@ -25,6 +25,7 @@ const poolUIDBase = crashUIDBase + 1000*65536
 // stops it at the end of the test without leaking its pool (see
 // stopPoolDaemon).
 func startPoolDaemon(t testing.TB, slot int, config string, args ...string) *daemon {
+	requireDaemon(t)
 	t.Helper()
 	base := poolUIDBase + slot*100*65536
 	d, err := startDaemon(daemonOptions{config: config,

@@ -35,6 +35,7 @@ type soakCounts struct {
 // connection error, and that nothing is left on the host afterwards.
 // Enable with -paddock.soak (and -paddock.soak.n/.t/.kills).
 func TestSoak(t *testing.T) {
+	requireDaemon(t)
 	if !*soak {
 		t.Skip("soak disabled; run with -paddock.soak")
 	}

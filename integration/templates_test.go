@@ -827,6 +827,7 @@ func writeLayout(t testing.TB, dir string, img v1.Image) {
 // TestTemplatePersist checks that templates (a shared one from the config
 // and a built one) survive a daemon restart and are not imported again.
 func TestTemplatePersist(t *testing.T) {
+	requireDaemon(t)
 	lay := filepath.Join(t.TempDir(), "layout")
 	writeLayout(t, lay, toyImage(t))
 	d, err := startDaemon(daemonOptions{
@@ -886,6 +887,7 @@ func TestTemplatePersist(t *testing.T) {
 // image over it is refused with 507, and builds keep working by evicting
 // old build-cache entries.
 func TestTemplateBudget(t *testing.T) {
+	requireDaemon(t)
 	d, err := startDaemon(daemonOptions{
 		extraArgs: []string{"--uid-base", strconv.Itoa(crashUIDBase + 600*65536), "--max-sandboxes", "10"},
 		config:    `{"template_cache_bytes": 600000}`,

@@ -66,6 +66,7 @@ func succeeded(r fakemodel.Result, out tooluse.ExecOutput) bool {
 }
 
 func TestExampleGo(t *testing.T) {
+	requireDaemon(t)
 	cases := []struct {
 		name   string
 		script fakemodel.Script

@@ -132,6 +132,7 @@ func sandboxes(t *testing.T, meta map[string]string) (all, live int) {
 }
 
 func TestToolUseConversations(t *testing.T) {
+	requireDaemon(t)
 	cases := []struct {
 		name    string
 		run     toolUseRun
@@ -218,6 +219,7 @@ func scriptedFailure(err error) bool {
 // TestToolUseCleanup checks that the conversation's sandbox is deleted when
 // the loop ends with an error: the model API failing, or the turn cap.
 func TestToolUseCleanup(t *testing.T) {
+	requireDaemon(t)
 	call := fakemodel.Turn{Calls: []fakemodel.Call{{Name: tooluse.RunCommand, Input: map[string]string{"command": "echo hi > f; cat f"}}}}
 	failing := fakemodel.Replies(call, fakemodel.Turn{Error: &fakemodel.Error{Status: 400, Type: "invalid_request_error", Message: "scripted failure"}})
 	forever := func(fakemodel.State) fakemodel.Turn { return call }

@@ -190,7 +190,7 @@ func run(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	portKey, err := server.PortKey(cfg.StateDir)
+	portKey, err := st.PortKey()
 	if err != nil {
 		return fmt.Errorf("port key: %w", err)
 	}

@@ -24,27 +24,27 @@ const UpgradeTCP = "paddock-tcp"
 // handleConnect relays a hijacked connection to 127.0.0.1:port inside the
 // sandbox (GET /connect?port=N with Upgrade: paddock-tcp).
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	fail := func(status int, code, msg string) {
-		writeJSON(w, status, api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})
+	fail := func(code, msg string) {
+		writeJSON(w, api.StatusOf(code), api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})
 	}
 	port, err := strconv.Atoi(r.URL.Query().Get("port"))
 	if err != nil || port < 1 || port > 65535 {
-		fail(http.StatusBadRequest, api.CodeBadRequest, "port must be 1-65535")
+		fail(api.CodeBadRequest, "port must be 1-65535")
 		return
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), UpgradeTCP) {
-		fail(http.StatusBadRequest, api.CodeBadRequest, "want Upgrade: "+UpgradeTCP)
+		fail(api.CodeBadRequest, "want Upgrade: "+UpgradeTCP)
 		return
 	}
 	up, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
 	if err != nil {
-		fail(http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("nothing listens on port %d in the sandbox", port))
+		fail(api.CodeNotFound, fmt.Sprintf("nothing listens on port %d in the sandbox", port))
 		return
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		up.Close()
-		fail(http.StatusInternalServerError, api.CodeInternal, "connection cannot be upgraded")
+		fail(api.CodeInternal, "connection cannot be upgraded")
 		return
 	}
 	conn, brw, err := hj.Hijack()

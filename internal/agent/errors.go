@@ -22,31 +22,7 @@ func (e *apiError) Error() string { return e.Msg }
 func (e *apiError) Unwrap() error { return e.Err }
 
 // status is the HTTP status that travels with e.Code.
-func (e *apiError) status() int {
-	switch e.Code {
-	case api.CodeBadRequest:
-		return http.StatusBadRequest
-	case api.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case api.CodeNotFound:
-		return http.StatusNotFound
-	case api.CodeConflict:
-		return http.StatusConflict
-	case api.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case api.CodeUnknownTemplate:
-		return http.StatusUnprocessableEntity
-	case api.CodeLimitExceeded:
-		return http.StatusTooManyRequests
-	case api.CodeNoCapacity:
-		return http.StatusServiceUnavailable
-	case api.CodeUnavailable:
-		return http.StatusBadGateway
-	case api.CodeNoSpace:
-		return http.StatusInsufficientStorage
-	}
-	return http.StatusInternalServerError
-}
+func (e *apiError) status() int { return api.StatusOf(e.Code) }
 
 func newError(code, format string, a ...any) error {
 	return &apiError{Code: code, Msg: fmt.Sprintf(format, a...)}

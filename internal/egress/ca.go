@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
 // File names of the CA inside the directory given to NewCA.
@@ -70,11 +72,11 @@ func NewCA(dir string) (tls.Certificate, []byte, error) {
 	// The key first: a crash in between leaves a key without a certificate,
 	// which the next start reports instead of silently replacing a CA that
 	// sandboxes may already trust.
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
-		return tls.Certificate{}, nil, err
+	if err := store.WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("egress: %w", err)
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
-		return tls.Certificate{}, nil, err
+	if err := store.WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("egress: %w", err)
 	}
 	ca, err := parseCA(certPEM, keyPEM)
 	if err != nil {
@@ -132,34 +134,6 @@ func parseCA(certPEM, keyPEM []byte) (tls.Certificate, error) {
 		return tls.Certificate{}, errors.New("certificate is not a CA")
 	}
 	return ca, nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("egress: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("egress: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("egress: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("egress: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("egress: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("egress: %w", err)
-	}
-	return nil
 }
 
 func randomSerial() *big.Int {

@@ -54,8 +54,15 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 	if r.Method != http.MethodPost {
 		return fail(http.StatusMethodNotAllowed, "invalid_request_error", "Method Not Allowed")
 	}
-	if r.Header.Get("x-api-key") == "" && !bearer(r) {
+	key := r.Header.Get("x-api-key")
+	if key == "" {
+		key = bearerToken(r)
+	}
+	switch {
+	case key == "":
 		return fail(http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
+	case !s.keyOK(key):
+		return fail(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 	}
 	if r.Header.Get("anthropic-version") == "" {
 		return fail(http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
@@ -67,6 +74,9 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 	if msg := validateAnthropic(&req); msg != "" {
 		return fail(http.StatusBadRequest, "invalid_request_error", msg)
 	}
+	if msg := s.checkAnthropicReplays(req.Messages); msg != "" {
+		return fail(http.StatusBadRequest, "invalid_request_error", msg)
+	}
 	st := anthropicState(&req)
 	turn := s.decide(st)
 	if turn.Error != nil {
@@ -76,6 +86,11 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		return out
 	}
 	msg := anthropicReply(req.Model, turn)
+	for _, b := range msg.Content {
+		if b["type"] == "tool_use" {
+			s.issue(b["id"].(string), b["name"].(string), b["input"].(json.RawMessage))
+		}
+	}
 	w.Header().Set("request-id", newID("req_01", 22))
 	if req.Stream {
 		streamAnthropic(w, msg)
@@ -104,6 +119,8 @@ func validateAnthropic(req *anthRequest) string {
 		return "model: Field required"
 	case req.MaxTokens == nil:
 		return "max_tokens: Field required"
+	case *req.MaxTokens < 1:
+		return "max_tokens: Input should be greater than or equal to 1"
 	case len(req.Messages) == 0:
 		return "messages: at least one message is required"
 	}
@@ -257,6 +274,9 @@ func checkPairing(msgs []anthMessage, i int, m anthMessage) string {
 func anthropicState(req *anthRequest) State {
 	msgs := req.Messages
 	st := State{API: Anthropic, Model: req.Model}
+	for _, t := range req.Tools {
+		st.Tools = append(st.Tools, t.Name)
+	}
 	for _, m := range msgs {
 		if m.Role == "assistant" {
 			st.Turn++
@@ -376,6 +396,19 @@ func chunks(s string, n int) []string {
 		out = append(out, string(r))
 	}
 	return out
+}
+
+// checkAnthropicReplays checks the assistant turns' tool_use blocks for
+// CheckReplays.
+func (s *Server) checkAnthropicReplays(msgs []anthMessage) string {
+	for i, m := range msgs {
+		for j, b := range m.blocks {
+			if m.Role == "assistant" && b.Type == "tool_use" && !s.replayed(b.ID, b.Name, b.Input) {
+				return replayError(fmt.Sprintf("messages.%d.content.%d", i, j), b.ID)
+			}
+		}
+	}
+	return ""
 }
 
 func hasToolResult(msgs []anthMessage) bool {

@@ -52,11 +52,18 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 		return writeOpenAIError(w, status, "invalid_request_error", param, code, msg)
 	}
 	var req chatRequest
-	if o, ok := decodeOpenAI(w, r, body, &req); !ok {
+	if o, ok := s.decodeOpenAI(w, r, body, &req); !ok {
 		return o
 	}
 	if param, code, msg := validateChat(&req); msg != "" {
 		return fail(http.StatusBadRequest, param, code, msg)
+	}
+	for i, m := range req.Messages {
+		for j, c := range m.ToolCalls {
+			if m.Role == "assistant" && !s.replayed(c.ID, c.Function.Name, json.RawMessage(c.Function.Arguments)) {
+				return fail(http.StatusBadRequest, fmt.Sprintf("messages[%d].tool_calls[%d]", i, j), "", replayError(fmt.Sprintf("messages[%d].tool_calls[%d]", i, j), c.ID))
+			}
+		}
 	}
 	st := chatState(&req)
 	turn := s.decide(st)
@@ -73,9 +80,10 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte) 
 	finish, out := "stop", tokens(turn.Text)
 	var calls []map[string]any
 	for _, c := range turn.Calls {
-		args := string(inputJSON(c))
-		calls = append(calls, map[string]any{"id": newID("call_", 24), "type": "function",
+		id, args := newID("call_", 24), string(inputJSON(c))
+		calls = append(calls, map[string]any{"id": id, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": args}})
+		s.issue(id, c.Name, json.RawMessage(args))
 		out += tokens(args)
 		finish = "tool_calls"
 	}
@@ -188,6 +196,11 @@ func unansweredCalls(ids []string) string {
 // chatState derives what the script sees from a valid request.
 func chatState(req *chatRequest) State {
 	st := State{API: Chat, Model: req.Model}
+	for _, t := range req.Tools {
+		if t.Type == "function" {
+			st.Tools = append(st.Tools, t.Function.Name)
+		}
+	}
 	names := map[string]string{}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -263,15 +276,18 @@ func strictSchemaError(name string, schema map[string]any) string {
 // decodeOpenAI does what both OpenAI endpoints check first: the method, the
 // API key and a JSON body, decoded into v. When ok is false it has already
 // answered with the real API's error.
-func decodeOpenAI(w http.ResponseWriter, r *http.Request, body []byte, v any) (o outcome, ok bool) {
+func (s *Server) decodeOpenAI(w http.ResponseWriter, r *http.Request, body []byte, v any) (o outcome, ok bool) {
 	fail := func(status int, msg string) outcome {
 		return writeOpenAIError(w, status, "invalid_request_error", "", "", msg)
 	}
 	if r.Method != http.MethodPost {
 		return fail(http.StatusMethodNotAllowed, "Method Not Allowed"), false
 	}
-	if !bearer(r) {
+	switch key := bearerToken(r); {
+	case key == "":
 		return fail(http.StatusUnauthorized, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."), false
+	case !s.keyOK(key):
+		return writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key", "Incorrect API key provided."), false
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fail(http.StatusBadRequest, "We could not parse the JSON body of your request. ("+err.Error()+")"), false

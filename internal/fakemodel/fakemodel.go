@@ -73,6 +73,9 @@ type State struct {
 	Turn int
 	// Prompt is the text of the conversation's first user message.
 	Prompt string
+	// Tools are the names of the tools the request offers (a response
+	// continued with previous_response_id inherits none).
+	Tools []string
 	// Results are the tool results answering the previous turn's calls,
 	// in the order they were sent.
 	Results []Result
@@ -134,14 +137,21 @@ type Server struct {
 
 	scriptMu sync.Mutex // serializes script calls, so scripts may keep state
 
+	key string // the one API key accepted; "" accepts any
+
 	mu        sync.Mutex
 	requests  []Request
 	responses map[string]*storedResponse
+	issued    map[string]issuedCall // by call id; nil without CheckReplays
 }
 
 // New returns a server driven by script.
-func New(script Script) *Server {
-	return &Server{script: script, responses: map[string]*storedResponse{}}
+func New(script Script, opts ...Option) *Server {
+	s := &Server{script: script, responses: map[string]*storedResponse{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Requests returns a copy of the requests received so far, in order.
@@ -250,12 +260,6 @@ func newID(prefix string, n int) string {
 
 // tokens is a rough token count for usage fields.
 func tokens(s string) int { return len(s)/4 + 1 }
-
-// bearer reports whether r carries a non-empty bearer token.
-func bearer(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && strings.TrimSpace(tok) != ""
-}
 
 // textOf returns the text of a content value that is a string or an array
 // of parts with a "text" field.

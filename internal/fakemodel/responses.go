@@ -54,11 +54,17 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		return writeOpenAIError(w, status, "invalid_request_error", param, code, msg)
 	}
 	var req respRequest
-	if o, ok := decodeOpenAI(w, r, body, &req); !ok {
+	if o, ok := s.decodeOpenAI(w, r, body, &req); !ok {
 		return o
 	}
 	if param, code, msg := validateResponsesShape(&req); msg != "" {
 		return fail(http.StatusBadRequest, param, code, msg)
+	}
+	for i, it := range req.items {
+		if it.Type == "function_call" && !s.replayed(it.CallID, it.Name, json.RawMessage(it.Arguments)) {
+			at := fmt.Sprintf("input[%d]", i)
+			return fail(http.StatusBadRequest, at, "", replayError(at, it.CallID))
+		}
 	}
 	// The pairing check and the state update happen under one lock, so a
 	// response is continued at most as the store says.
@@ -89,6 +95,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		output = append(output, map[string]any{"type": "function_call", "id": "fc_" + newID("", 48), "call_id": callID,
 			"name": c.Name, "arguments": args, "status": "completed"})
 		stored.calls[callID] = c.Name
+		s.issue(callID, c.Name, json.RawMessage(args))
 		stored.order = append(stored.order, callID)
 		out += tokens(args)
 	}
@@ -181,6 +188,11 @@ func validateResponsesShape(req *respRequest) (param, code, msg string) {
 // what the script sees. s.mu is held.
 func (s *Server) responsesState(req *respRequest) (st State, prev any, status int, param, code, msg string) {
 	st = State{API: Responses, Model: req.Model}
+	for _, t := range req.tools {
+		if t.Type == "function" {
+			st.Tools = append(st.Tools, t.Name)
+		}
+	}
 	pending := map[string]string{} // call_id -> name
 	var order []string
 	if req.PreviousResponseID != nil {

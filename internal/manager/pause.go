@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -82,23 +81,4 @@ func (m *Manager) Resume(ctx context.Context, owner, id string) (*store.Record, 
 		r.Usage.SampledAt = now
 		return nil
 	})
-}
-
-// Checkpoint reports whether a paused sandbox can be saved to disk.
-func (m *Manager) Checkpoint(ctx context.Context, owner, id string) error {
-	r, err := m.Get(ctx, owner, id)
-	if err != nil {
-		return err
-	}
-	c, ok := m.backend.(sandbox.Checkpointer)
-	if !ok {
-		return fmt.Errorf("%w: this backend cannot checkpoint sandboxes", sandbox.ErrNotSupported)
-	}
-	if err := c.CheckpointSupport(ctx); err != nil {
-		return err
-	}
-	if r.State != sandbox.Paused {
-		return fmt.Errorf("%w: sandbox %s is %s; pause it first", sandbox.ErrConflict, id, r.State)
-	}
-	return errors.New("checkpoint: unreachable")
 }

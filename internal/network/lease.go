@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
 // lease is what the Manager persists per sandbox in
@@ -36,23 +38,7 @@ func (m *Manager) writeLease(l *lease) error {
 	if err != nil {
 		return err
 	}
-	tmp := m.leasePath(l.ID) + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, m.leasePath(l.ID))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := store.WriteFileAtomic(m.leasePath(l.ID), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write lease %s: %w", l.ID, err)
 	}
 	return nil

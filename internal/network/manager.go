@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/google/nftables"
+	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
 // Errors classifying Manager failures.
@@ -155,6 +156,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if err := os.MkdirAll(m.leaseDir(), 0o700); err != nil {
 		return nil, err
+	}
+	if err := store.CleanTemps(m.leaseDir(), 0); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
 	}
 	if err := prepareNetnsDir(m.netnsDir()); err != nil {
 		return nil, fmt.Errorf("network: %w", err)

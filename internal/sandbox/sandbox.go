@@ -114,10 +114,3 @@ type Stats struct {
 type Meter interface {
 	Stats(ctx context.Context, id string) (Stats, error)
 }
-
-// Checkpointer is implemented by backends that can save a paused sandbox
-// with its processes to disk. CheckpointSupport says whether this host can
-// (ErrNotSupported, with the reason, when it cannot).
-type Checkpointer interface {
-	CheckpointSupport(ctx context.Context) error
-}

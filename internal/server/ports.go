@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -12,8 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,20 +24,6 @@ const (
 	portTokenCookie = "paddock_port_token"
 	portTokenTTL    = time.Hour
 )
-
-// PortKey loads (or creates) the daemon's key for signed port URLs.
-func PortKey(stateDir string) ([]byte, error) {
-	p := filepath.Join(stateDir, "port-token.key")
-	if b, err := os.ReadFile(p); err == nil && len(b) == 32 {
-		return b, nil
-	}
-	b := make([]byte, 32)
-	rand.Read(b)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
 
 // portToken signs (sandbox, port, expiry).
 func (s *Server) portToken(id string, port int, exp time.Time) string {

@@ -141,14 +141,6 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request, owner str
 	return nil
 }
 
-func (s *Server) checkpointSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
-	if err := s.mgr.Checkpoint(r.Context(), owner, r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 func (s *Server) sandboxMetrics(w http.ResponseWriter, r *http.Request, owner string) error {
 	m, err := s.mgr.Metrics(r.Context(), owner, r.PathValue("id"))
 	if err != nil {

@@ -94,49 +94,6 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string) error
 
-func (s *Server) routes() {
-	s.mux.HandleFunc("GET /v1/health", s.health)
-	s.mux.HandleFunc("GET /v1/openapi.yaml", s.openapi)
-	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
-	s.handle("POST /v1/sandboxes", s.createSandbox)
-	s.handle("GET /v1/sandboxes", s.listSandboxes)
-	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
-	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
-	s.handle("POST /v1/sandboxes/{id}/timeout", s.setTimeout)
-	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)
-	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox)
-	s.handle("POST /v1/sandboxes/{id}/checkpoint", s.checkpointSandbox)
-	s.handle("GET /v1/sandboxes/{id}/metrics", s.sandboxMetrics)
-	s.handle("GET /v1/usage", s.usage)
-	s.handle("PATCH /v1/sandboxes/{id}/network", s.updateNetwork)
-	s.handle("POST /v1/secrets", s.createSecret)
-	s.handle("GET /v1/secrets", s.listSecrets)
-	s.handle("DELETE /v1/secrets/{name}", s.deleteSecret)
-	s.handle("GET /v1/sandboxes/{id}/ports", s.listPorts)
-	s.mux.HandleFunc("/v1/sandboxes/{id}/ports/{port}/{path...}", s.proxyPort)
-	s.handle("POST /v1/sandboxes/{id}/exec", s.exec)
-	s.handle("POST /v1/sandboxes/{id}/processes", s.startProcess)
-	s.handle("GET /v1/sandboxes/{id}/processes", s.proxyPlain)
-	s.handle("GET /v1/sandboxes/{id}/processes/{process}", s.proxyPlain)
-	s.handle("POST /v1/sandboxes/{id}/processes/{process}/wait", s.proxyPlain)
-	s.handle("GET /v1/sandboxes/{id}/processes/{process}/output", s.proxyPlain)
-	s.handle("POST /v1/sandboxes/{id}/processes/{process}/stdin", s.processStdin)
-	s.handle("POST /v1/sandboxes/{id}/processes/{process}/kill", s.proxyPlain)
-	s.handle("PUT /v1/sandboxes/{id}/files", s.putFile)
-	s.handle("GET /v1/sandboxes/{id}/files", s.getFile)
-	s.handle("DELETE /v1/sandboxes/{id}/files", s.proxyPlain)
-	s.handle("GET /v1/sandboxes/{id}/files/list", s.proxyPlain)
-	s.handle("GET /v1/sandboxes/{id}/files/stat", s.proxyPlain)
-	s.handle("POST /v1/sandboxes/{id}/files/mkdir", s.proxyPlain)
-	// Templates: GET/POST /v1/templates, GET/DELETE /v1/templates/{name},
-	// POST /v1/sandboxes/{id}/snapshot (templates.go).
-	s.templateRoutes()
-	s.mux.Handle("/v1/mcp", s.mcpHandler()) // GET, POST, DELETE; authenticates itself
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, fmt.Errorf("%w: no route %s %s", sandbox.ErrNotFound, r.Method, r.URL.Path))
-	})
-}
-
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
@@ -151,9 +108,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// handle registers an authenticated handler that returns errors.
-func (s *Server) handle(pattern string, h handlerFunc) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+// withKey authenticates a request by its API key and runs h, turning the
+// error h returns into the JSON error answer.
+func (s *Server) withKey(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		owner, ok := s.auth(r)
 		if !ok {
 			s.cfg.Metrics.apiError(api.CodeUnauthorized)
@@ -162,10 +120,11 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 			return
 		}
 		if err := h(w, r, owner); err != nil {
-			if status(err) >= 500 {
+			code, st := classify(err)
+			if st >= 500 {
 				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			}
-			s.cfg.Metrics.apiError(codes[status(err)])
+			s.cfg.Metrics.apiError(code)
 			writeError(w, err)
 		}
 	})
@@ -181,15 +140,6 @@ func (s *Server) auth(r *http.Request) (string, bool) {
 	return rec.ID, ok
 }
 
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Version: s.cfg.Version})
-}
-
-func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/yaml")
-	w.Write(api.OpenAPI)
-}
-
 // writeJSON writes v with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -197,66 +147,52 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// status maps an error to its HTTP status: the one place this happens.
-func status(err error) int {
+// classify maps an error to its API error code and HTTP status: the one
+// place where domain errors meet the wire. The status is the one the code
+// travels with (api.StatusOf, generated from api/openapi.yaml), except that
+// a deadline of the daemon that ran out is 504 (the table's alternative
+// status of unavailable).
+func classify(err error) (code string, status int) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(err, sandbox.ErrInvalid):
-		return http.StatusBadRequest
+		code = api.CodeBadRequest
 	case errors.Is(err, sandbox.ErrUnauthorized):
-		return http.StatusUnauthorized
+		code = api.CodeUnauthorized
 	case errors.Is(err, sandbox.ErrNotFound):
-		return http.StatusNotFound
+		code = api.CodeNotFound
 	case errors.Is(err, sandbox.ErrConflict):
-		return http.StatusConflict
+		code = api.CodeConflict
 	case errors.Is(err, sandbox.ErrTooLarge), errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge
+		code = api.CodeTooLarge
 	case errors.Is(err, sandbox.ErrUnknownTemplate):
-		return http.StatusUnprocessableEntity
+		code = api.CodeUnknownTemplate
 	case errors.Is(err, sandbox.ErrLimit):
-		return http.StatusTooManyRequests
+		code = api.CodeLimitExceeded
 	case errors.Is(err, sandbox.ErrUnavailable):
-		return http.StatusBadGateway
+		code = api.CodeUnavailable
 	case errors.Is(err, sandbox.ErrNoCapacity):
-		return http.StatusServiceUnavailable
+		code = api.CodeNoCapacity
 	case errors.Is(err, template.ErrBudget), errors.Is(err, sandbox.ErrNoSpace):
-		return http.StatusInsufficientStorage
+		code = api.CodeNoSpace
 	case errors.Is(err, sandbox.ErrNotSupported):
-		return http.StatusNotImplemented
+		code = api.CodeNotSupported
 	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout
+		return api.CodeUnavailable, http.StatusGatewayTimeout
+	default:
+		code = api.CodeInternal
 	}
-	return http.StatusInternalServerError
-}
-
-var codes = map[int]string{
-	http.StatusBadRequest:            api.CodeBadRequest,
-	http.StatusUnauthorized:          api.CodeUnauthorized,
-	http.StatusNotFound:              api.CodeNotFound,
-	http.StatusConflict:              api.CodeConflict,
-	http.StatusRequestEntityTooLarge: api.CodeTooLarge,
-	http.StatusUnprocessableEntity:   api.CodeUnknownTemplate,
-	http.StatusTooManyRequests:       api.CodeLimitExceeded,
-	http.StatusBadGateway:            api.CodeUnavailable,
-	http.StatusServiceUnavailable:    api.CodeNoCapacity,
-	http.StatusInsufficientStorage:   api.CodeNoSpace,
-	http.StatusGatewayTimeout:        api.CodeUnavailable,
-	http.StatusNotImplemented:        api.CodeNotSupported,
-	http.StatusInternalServerError:   api.CodeInternal,
+	return code, api.StatusOf(code)
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	st := status(err)
-	code, ok := codes[st]
-	if !ok {
-		code = api.CodeInternal
-	}
+	code, st := classify(err)
 	msg := err.Error()
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		msg = fmt.Sprintf("request body larger than %d bytes", mbe.Limit)
 	}
-	if st == http.StatusInternalServerError {
+	if code == api.CodeInternal {
 		msg = "internal error: " + msg
 	}
 	writeJSON(w, st, api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})

@@ -25,15 +25,6 @@ const (
 	maxContextFiles = 20000
 )
 
-// templateRoutes registers the template routes.
-func (s *Server) templateRoutes() {
-	s.handle("GET /v1/templates", s.listTemplates)
-	s.handle("POST /v1/templates", s.createTemplate)
-	s.handle("GET /v1/templates/{name}", s.getTemplate)
-	s.handle("DELETE /v1/templates/{name}", s.deleteTemplate)
-	s.handle("POST /v1/sandboxes/{id}/snapshot", s.snapshotSandbox)
-}
-
 func (s *Server) templates() (*catalog.Builder, error) {
 	t := s.cfg.Templates
 	if t == nil {
@@ -164,11 +155,7 @@ func (s *Server) streamBuild(w http.ResponseWriter, r *http.Request, t *catalog.
 	}
 	progress := func(ev catalog.BuildEvent) { emit(buildEventAPI(ev)) }
 	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, progress); err != nil {
-		st := status(err)
-		code, ok := codes[st]
-		if !ok {
-			code = api.CodeInternal
-		}
+		code, st := classify(err)
 		if st >= 500 {
 			s.log.Error("template build failed", "err", err)
 		}

@@ -44,6 +44,11 @@ func OpenKeys(stateDir string) (*Keys, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("keys dir: %w", err)
 	}
+	// Another `paddockd keys create` may be writing right now: only temps
+	// a minute old are a crash's.
+	if err := CleanTemps(dir, time.Minute); err != nil {
+		return nil, err
+	}
 	return &Keys{dir: dir}, nil
 }
 
@@ -68,23 +73,7 @@ func (k *Keys) Create(name string) (secret string, rec KeyRecord, err error) {
 		CreatedAt: time.Now().UTC(),
 	}
 	b, _ := json.MarshalIndent(rec, "", "  ")
-	tmp, err := os.CreateTemp(k.dir, ".tmp-*")
-	if err != nil {
-		return "", rec, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return "", rec, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", rec, err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", rec, err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(k.dir, rec.ID+".json")); err != nil {
+	if err := WriteFileAtomic(filepath.Join(k.dir, rec.ID+".json"), b, 0o600); err != nil {
 		return "", rec, err
 	}
 	return secret, rec, nil

@@ -1,18 +1,3 @@
-// Package store is Paddock's crash-safe persistent state: sandbox records
-// in an embedded bbolt database, and API keys as one small file each so that
-// `paddockd keys create` works while the daemon holds the database lock.
-//
-// Schema (bbolt file <state-dir>/paddock.db):
-//
-//	bucket "meta"       key "schema"  → "1"
-//	bucket "sandboxes"  key <id>      → JSON Record
-//	bucket "secrets"    key <key-id>/<name> → JSON SecretRecord (the value
-//	                    in clear: the database is 0600 and only root reads it)
-//
-// API keys (<state-dir>/keys/<key-id>.json, mode 0600) hold a KeyRecord:
-// the SHA-256 of the secret, never the secret itself. Every write is a
-// bbolt transaction (fsynced) or a temp-file-then-rename, so a crash leaves
-// either the old or the new value.
 package store
 
 import (
@@ -81,7 +66,8 @@ type Usage struct {
 
 // Store is the sandbox database. It is safe for concurrent use.
 type Store struct {
-	db *bolt.DB
+	db  *bolt.DB
+	dir string
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -114,7 +100,11 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("init store: %w", err)
 	}
-	return &Store{db: db}, nil
+	if err := CleanTemps(dir, time.Minute); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return &Store{db: db, dir: dir}, nil
 }
 
 // Close closes the database.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
 // maxWarnings bounds the warnings kept per layer.
@@ -237,7 +239,7 @@ func (s *Store) unpackLayer(ctx context.Context, want string, open func() (io.Re
 	}
 	final := s.layerDir(got)
 	os.RemoveAll(final) // debris: a finished layer would be in s.layers
-	if err := os.Rename(tmp, final); err != nil {
+	if err := store.PublishDir(tmp, final); err != nil {
 		return nil, err
 	}
 	done = true

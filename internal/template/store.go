@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -239,6 +240,11 @@ func (s *Store) load() error {
 		return fmt.Errorf("%w: %s was made with uid base %d, gid base %d, id range %d; use another root",
 			ErrInvalid, s.cfg.Root, have.UIDBase, have.GIDBase, have.IDRange)
 	}
+	for _, d := range []string{s.cfg.Root, filepath.Join(s.cfg.Root, "images")} {
+		if err := store.CleanTemps(d, 0); err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+	}
 	tmp, _ := os.ReadDir(filepath.Join(s.cfg.Root, "tmp"))
 	for _, e := range tmp {
 		os.RemoveAll(filepath.Join(s.cfg.Root, "tmp", e.Name()))
@@ -363,27 +369,11 @@ func readJSON(p string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// writeJSON writes v to p atomically (temp file, fsync, rename).
+// writeJSON writes v to p atomically (store.WriteFileAtomic).
 func writeJSON(p string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
+	return store.WriteFileAtomic(p, append(b, '\n'), 0o600)
 }

@@ -9,8 +9,9 @@ import { after, before, describe, it } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 
-import { startDaemon, type Daemon } from "./daemon.js";
-import { startFakeModels, type FakeModels } from "./fake-models.js";
+import { startDaemon, type Daemon } from "@paddock/sdk/test/daemon";
+
+import { startFakeModels, type FakeModels } from "./fakemodel.js";
 
 let daemon: Daemon;
 let models: FakeModels;
@@ -66,8 +67,8 @@ function toolLines(stderr: string): string[] {
   return stderr.split("\n").filter((l) => l.startsWith("[run_"));
 }
 
-function requestsSince(n: number) {
-  return models.log.slice(n);
+async function requestsSince(n: number) {
+  return (await models.requests()).slice(n);
 }
 
 async function assertSandboxesGone(example: string): Promise<void> {
@@ -78,11 +79,11 @@ async function assertSandboxesGone(example: string): Promise<void> {
 
 describe("examples", () => {
   it("primes-anthropic prints the 1000th prime", async () => {
-    const n = models.log.length;
+    const n = (await models.requests()).length;
     const run = await runExample("primes-anthropic");
     assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
     assert.match(run.stdout, /\b7919\b/);
-    const reqs = requestsSince(n);
+    const reqs = await requestsSince(n);
     assert.deepEqual(reqs.map((r) => [r.path, r.status]), [["/v1/messages", 200], ["/v1/messages", 200], ["/v1/messages", 200]]);
     // The buggy program failed, the check passed, the fix passed.
     assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0", "[run_python] exit 0"]);
@@ -90,22 +91,22 @@ describe("examples", () => {
   });
 
   it("sieve-c compiles and runs a C sieve", async () => {
-    const n = models.log.length;
+    const n = (await models.requests()).length;
     const run = await runExample("sieve-c");
     assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
     assert.match(run.stdout, /\b78498 primes below 1000000\b/);
     assert.match(run.stdout, /\b999983\b/);
-    assert.deepEqual(requestsSince(n).map((r) => r.status), [200, 200, 200]);
+    assert.deepEqual((await requestsSince(n)).map((r) => r.status), [200, 200, 200]);
     assert.deepEqual(toolLines(run.stderr), ["[run_command] exit 1", "[run_command] exit 0"]);
     await assertSandboxesGone("sieve-c");
   });
 
   it("fibonacci-openai-responses prints the 40th Fibonacci number", async () => {
-    const n = models.log.length;
+    const n = (await models.requests()).length;
     const run = await runExample("fibonacci-openai-responses");
     assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
     assert.match(run.stdout, /\b102334155\b/);
-    assert.deepEqual(requestsSince(n).map((r) => [r.path, r.status]), [["/v1/responses", 200], ["/v1/responses", 200], ["/v1/responses", 200]]);
+    assert.deepEqual((await requestsSince(n)).map((r) => [r.path, r.status]), [["/v1/responses", 200], ["/v1/responses", 200], ["/v1/responses", 200]]);
     assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0"]);
     await assertSandboxesGone("fibonacci-openai-responses");
   });
@@ -137,7 +138,7 @@ describe("the fake model server validates like the real APIs", () => {
     });
 
     const textFirst = [...messages, { role: "user" as const, content: [{ type: "text" as const, text: "here" }, result(uses[0]!.id), result(uses[1]!.id)] }];
-    await assert.rejects(client.messages.create({ model: "m", max_tokens: 100, tools, messages: textFirst }), /must come first/);
+    await assert.rejects(client.messages.create({ model: "m", max_tokens: 100, tools, messages: textFirst }), /`tool_result` block\(s\) at the beginning of this message/);
 
     const wrongId = [...messages, { role: "user" as const, content: [result(uses[0]!.id), result(uses[1]!.id), result("toolu_nope")] }];
     await assert.rejects(client.messages.create({ model: "m", max_tokens: 100, tools, messages: wrongId }), /unexpected `tool_use_id`/);

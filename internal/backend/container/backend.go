@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
 	"golang.org/x/sys/unix"
 )
@@ -236,6 +238,13 @@ func (b *Backend) freeSlot(id string) {
 	}
 }
 
+// releaseSlot frees one slot.
+func (b *Backend) releaseSlot(slot int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.slots, slot)
+}
+
 func (b *Backend) readMeta(id string) (*meta, error) {
 	data, err := os.ReadFile(filepath.Join(b.dir(id), "sandbox.json"))
 	if err != nil {
@@ -262,7 +271,10 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	}
 	dir := b.dir(spec.ID)
 	if err := os.Mkdir(dir, 0o711); err != nil {
-		b.freeSlot(spec.ID)
+		b.releaseSlot(slot) // only this one: the id may own a live slot
+		if errors.Is(err, fs.ErrExist) {
+			return info, fmt.Errorf("%w: sandbox %s exists", sandbox.ErrConflict, spec.ID)
+		}
 		return info, fmt.Errorf("sandbox dir: %w", err)
 	}
 	defer func() {
@@ -277,7 +289,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	m := meta{ID: spec.ID, Slot: slot, UIDBase: b.cfg.UIDBase + uint32(slot)*idRange,
 		Template: spec.Template, Runtime: rt.name, Lower: root.lower()}
 	mb, _ := json.Marshal(m)
-	if err := os.WriteFile(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
+	if err := store.WriteFileAtomic(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
 		return info, err
 	}
 	if err := makeDisk(filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk"), spec.Resources.DiskMiB); err != nil {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
 	"golang.org/x/sys/unix"
 )
@@ -263,7 +264,7 @@ func buildPaddockLayer(root, agentBin string) (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o644); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := store.PublishDir(tmp, dir); err != nil {
 		return "", err
 	}
 	return rootfs, nil

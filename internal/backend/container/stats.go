@@ -15,9 +15,8 @@ import (
 )
 
 var (
-	_ sandbox.Pauser       = (*Backend)(nil)
-	_ sandbox.Meter        = (*Backend)(nil)
-	_ sandbox.Checkpointer = (*Backend)(nil)
+	_ sandbox.Pauser = (*Backend)(nil)
+	_ sandbox.Meter  = (*Backend)(nil)
 )
 
 // Pause freezes every process of the sandbox (cgroup freezer).
@@ -46,29 +45,14 @@ func (b *Backend) runtimeCmd(ctx context.Context, id, verb string) error {
 	return nil
 }
 
-// CheckpointSupport runs `criu check`; checkpointing needs CRIU working
-// on this kernel.
-func (b *Backend) CheckpointSupport(ctx context.Context) error {
-	p, err := exec.LookPath("criu")
-	if err != nil {
-		return fmt.Errorf("%w: checkpoint needs CRIU, which is not installed", sandbox.ErrNotSupported)
-	}
-	out, err := exec.CommandContext(ctx, p, "check").CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		if len(msg) > 300 {
-			msg = msg[len(msg)-300:]
-		}
-		return fmt.Errorf("%w: `criu check` fails on this host: %s", sandbox.ErrNotSupported, msg)
-	}
-	return fmt.Errorf("%w: checkpoint/restore is not implemented by this backend yet", sandbox.ErrNotSupported)
-}
-
 // Stats samples the sandbox's cgroups, disk and network namespace.
 func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	var st sandbox.Stats
 	if !validID(id) {
 		return st, sandbox.ErrNotFound
+	}
+	if _, err := b.readMeta(id); err != nil {
+		return st, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
 	}
 	if b.cgroupV1 {
 		st.CPUSeconds = float64(readInt(filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, id, "cpuacct.usage"))) / 1e9

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
 // agentPath is where the guest agent binary lives inside every sandbox.
@@ -146,7 +148,7 @@ func buildBase(root, agentBin string) (*baseTemplate, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := store.PublishDir(tmp, dir); err != nil {
 		return nil, err
 	}
 	return tpl, nil

@@ -17,13 +17,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
 )
 
@@ -191,21 +191,7 @@ func (t *Catalog) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(t.cfg.CatalogPath), ".templates-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(b, '\n')); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), t.cfg.CatalogPath)
-	}
-	if err != nil {
+	if err = store.WriteFileAtomic(t.cfg.CatalogPath, append(b, '\n'), 0o600); err != nil {
 		t.log.Error("template: saving the catalog failed", "err", err)
 	}
 	return err

@@ -1,8 +1,8 @@
-"""Run examples/python/*.py against a real paddockd and a fake model server.
+"""Run examples/python/*.py against a real paddockd and the fake model API.
 
-The fake (fake_models.py) validates every request like the real API and
-scripts a model that sends buggy code, reads the failure, sends the fix and
-answers with what the sandbox printed.
+The fake (bin/paddock-fakemodel, see _fakemodel.py) validates every request
+like the real API and scripts a model that sends buggy code, reads the
+failure, sends the fix and answers with what the sandbox printed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import unittest
 
 from _support import EXAMPLES_DIR, SRC_DIR, Daemon
 
-import fake_models
-from fake_models import FakeModelServer
+from _fakemodel import API_KEY, FakeModel
 
 DAEMON: Daemon = None  # type: ignore[assignment]
 
@@ -32,7 +31,7 @@ def tearDownModule() -> None:
 
 
 class ExamplesTest(unittest.TestCase):
-    def run_example(self, name: str, fake: FakeModelServer) -> subprocess.CompletedProcess:
+    def run_example(self, name: str, fake: FakeModel) -> subprocess.CompletedProcess:
         env = dict(os.environ)
         for k in list(env):
             if k.startswith(("ANTHROPIC_", "OPENAI_")):
@@ -43,9 +42,9 @@ class ExamplesTest(unittest.TestCase):
                 "PADDOCK_URL": DAEMON.url,
                 "PADDOCK_API_KEY": DAEMON.keys[0],
                 "ANTHROPIC_BASE_URL": fake.anthropic_url,
-                "ANTHROPIC_API_KEY": fake_models.API_KEY,
+                "ANTHROPIC_API_KEY": API_KEY,
                 "OPENAI_BASE_URL": fake.openai_url,
-                "OPENAI_API_KEY": fake_models.API_KEY,
+                "OPENAI_API_KEY": API_KEY,
             }
         )
         proc = subprocess.run(
@@ -58,8 +57,8 @@ class ExamplesTest(unittest.TestCase):
         out = proc.stdout.decode()
         err = proc.stderr.decode()
         self.assertEqual(proc.returncode, 0, f"{name} failed:\nstdout:\n{out}\nstderr:\n{err}")
-        self.assertEqual(fake.errors, [], f"the fake model refused requests of {name}:\n{err}")
-        self.assertEqual(len(fake.requests), 3, "buggy code, fix, answer")
+        self.assertEqual(fake.errors(), [], f"the fake model refused requests of {name}:\n{err}")
+        self.assertEqual(len(fake.requests()), 3, "buggy code, fix, answer")
         # The example's sandbox is gone.
         example = name[: -len(".py")]
         left = list(DAEMON.client().list(metadata={"example": example}))
@@ -68,38 +67,39 @@ class ExamplesTest(unittest.TestCase):
         self.assertTrue(done, "the example should have created a sandbox")
         return proc
 
-    def with_fake(self, script: fake_models.Script) -> FakeModelServer:
-        fake = FakeModelServer(script).start()
+    def with_fake(self) -> FakeModel:
+        fake = FakeModel().start()
         self.addCleanup(fake.stop)
         return fake
 
     def test_primes_anthropic(self) -> None:
-        fake = self.with_fake(fake_models.PRIMES)
+        fake = self.with_fake()
         proc = self.run_example("primes_anthropic.py", fake)
         self.assertEqual(proc.stdout.decode().strip(), "The 1000th prime number is 7919.")
         # The failure went back flagged, with the traceback.
-        last = fake.requests[1]["body"]["messages"][-1]["content"][0]
+        reqs = fake.requests()
+        last = reqs[1]["body"]["messages"][-1]["content"][0]
         self.assertEqual(last["type"], "tool_result")
         self.assertTrue(last["is_error"])
         self.assertIn("NameError: name 'prime' is not defined", json.loads(last["content"])["stderr"])
-        ok = fake.requests[2]["body"]["messages"][-1]["content"][0]
+        ok = reqs[2]["body"]["messages"][-1]["content"][0]
         self.assertFalse(ok["is_error"])
         self.assertEqual(json.loads(ok["content"])["exit_code"], 0)
 
     def test_sieve_c(self) -> None:
-        fake = self.with_fake(fake_models.SIEVE)
+        fake = self.with_fake()
         proc = self.run_example("sieve_c.py", fake)
-        self.assertEqual(proc.stdout.decode().strip(), "There are 664579 primes below 10,000,000.")
-        last = fake.requests[1]["body"]["messages"][-1]["content"][0]
+        self.assertEqual(proc.stdout.decode().strip(), "The sieve finds 664579 primes below 10000000; the largest is 9999991.")
+        last = fake.requests()[1]["body"]["messages"][-1]["content"][0]
         self.assertTrue(last["is_error"])
         self.assertIn("sieve.c", json.loads(last["content"])["stderr"])
 
     def test_fibonacci_openai_responses(self) -> None:
-        fake = self.with_fake(fake_models.FIBONACCI)
+        fake = self.with_fake()
         proc = self.run_example("fibonacci_openai_responses.py", fake)
         self.assertEqual(proc.stdout.decode().strip(), "The 40th Fibonacci number is 102334155.")
-        second = fake.requests[1]["body"]
-        self.assertIn(second["previous_response_id"], fake.responses)
+        second = fake.requests()[1]["body"]
+        self.assertTrue(second["previous_response_id"].startswith("resp_"))
         self.assertEqual(second["input"][0]["type"], "function_call_output")
         self.assertIn("SyntaxError", json.loads(second["input"][0]["output"])["stderr"])
 

@@ -1,4 +1,8 @@
-"""The fake model server refuses what the real APIs refuse, so the example tests mean something."""
+"""The fake model API (bin/paddock-fakemodel) refuses what the real APIs refuse, so the example tests mean something.
+
+The Go tests of internal/fakemodel cover its validation in depth; these check
+the binary the Python suite runs, over HTTP, as the examples reach it.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,7 @@ import urllib.request
 from typing import Dict, List
 
 import _support  # noqa: F401  (puts the SDK on sys.path)
-import fake_models
-from fake_models import FakeModelServer
+from _fakemodel import API_KEY, FakeModel
 
 
 def post(url: str, body: object, headers: Dict[str, str]) -> tuple:
@@ -24,9 +27,9 @@ def post(url: str, body: object, headers: Dict[str, str]) -> tuple:
 
 class FakeModelValidationTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.fake = FakeModelServer(fake_models.PRIMES).start()
+        self.fake = FakeModel().start()
         self.addCleanup(self.fake.stop)
-        self.h = {"x-api-key": fake_models.API_KEY, "anthropic-version": "2023-06-01"}
+        self.h = {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
         self.tools = [{"name": "run_python", "input_schema": {"type": "object"}}]
 
     def first_turn(self) -> List[dict]:
@@ -58,23 +61,25 @@ class FakeModelValidationTest(unittest.TestCase):
 
     def test_wrong_tool_use_id(self) -> None:
         msgs = self.first_turn()
-        tid = msgs[-1]["content"][1]["id"]
-        msgs.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": tid, "content": "NameError", "is_error": True},
-                    {"type": "tool_result", "tool_use_id": "toolu_other", "content": "x"},
-                ],
-            }
-        )
+        tids = [b["id"] for b in msgs[-1]["content"] if b["type"] == "tool_use"]
+        results = [{"type": "tool_result", "tool_use_id": t, "content": "{}"} for t in tids]
+        msgs.append({"role": "user", "content": results + [{"type": "tool_result", "tool_use_id": "toolu_other", "content": "x"}]})
         status, body = self.anthropic(msgs)
         self.assertEqual(status, 400)
         self.assertIn("unexpected `tool_use_id`", body["error"]["message"])
 
+    def test_changed_tool_use(self) -> None:
+        msgs = self.first_turn()
+        msgs[-1]["content"][1]["input"] = {"code": "print('not what the model sent')"}
+        tids = [b["id"] for b in msgs[-1]["content"] if b["type"] == "tool_use"]
+        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": t, "content": "{}"} for t in tids]})
+        status, body = self.anthropic(msgs)
+        self.assertEqual(status, 400)
+        self.assertIn("is not one the model sent", body["error"]["message"])
+
     def test_openai_unknown_previous_response(self) -> None:
-        h = {"Authorization": "Bearer " + fake_models.API_KEY}
-        tools = [{"type": "function", "name": "run_python", "parameters": {"type": "object"}}]
+        h = {"Authorization": "Bearer " + API_KEY}
+        tools = [{"type": "function", "name": "run_python", "parameters": {"type": "object"}, "strict": False}]
         status, body = post(self.fake.openai_url + "/responses", {"model": "m", "tools": tools, "input": [], "previous_response_id": "resp_nope"}, h)
         self.assertEqual((status, body["error"]["code"]), (400, "previous_response_not_found"))
         status, first = post(self.fake.openai_url + "/responses", {"model": "m", "tools": tools, "input": "go"}, h)

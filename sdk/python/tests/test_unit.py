@@ -37,6 +37,7 @@ class ErrorMappingTest(unittest.TestCase):
             "internal": (500, paddock.InternalError),
             "unavailable": (502, paddock.Unavailable),
             "no_capacity": (503, paddock.NoCapacity),
+            "not_supported": (501, paddock.NotSupported),
             "no_space": (507, paddock.NoSpace),
         }
         for code, (status, cls) in cases.items():
@@ -76,6 +77,48 @@ class ErrorMappingTest(unittest.TestCase):
         e = error_for(None, "no_space", "full")
         self.assertIsInstance(e, paddock.NoSpace)
         self.assertEqual(e.status, 507)
+
+    def test_not_supported(self) -> None:
+        body = b'{"error": {"code": "not_supported", "message": "networking is not available"}}'
+        e = error_from_body(501, body)
+        self.assertIs(type(e), paddock.NotSupported)
+        self.assertEqual((e.status, e.code, str(e)), (501, "not_supported", "networking is not available (not_supported)"))
+        self.assertIsInstance(error_from_body(501, b""), paddock.NotSupported)
+        self.assertEqual(str(error_for(None, "not_supported")), "not implemented (not_supported)")
+        e = pickle.loads(pickle.dumps(paddock.NotSupported("no")))
+        self.assertEqual((type(e), e.status), (paddock.NotSupported, 501))
+
+
+class WireShapeTest(unittest.TestCase):
+    """The dataclasses against the wire shapes generated from api/openapi.yaml."""
+
+    def test_fields_are_wire_keys(self) -> None:
+        import dataclasses
+
+        from paddock import types as t
+
+        pairs = [
+            (t.Resources, t.ResourcesJSON, set()),
+            (t.SandboxInfo, t.SandboxJSON, set()),
+            (t.SandboxPage, t.ListSandboxesResponseJSON, set()),
+            (t.ExecResult, t.ExecResultJSON, set()),
+            (t.Event, t.EventJSON, {"result"}),  # result gathers the flattened exit fields
+            (t.ProcessInfo, t.ProcessJSON, set()),
+            (t.FileEntry, t.FileEntryJSON, set()),
+            (t.Health, t.HealthJSON, set()),
+        ]
+        for cls, shape, sdk_only in pairs:
+            keys = shape.__required_keys__ | shape.__optional_keys__
+            fields = {f.name for f in dataclasses.fields(cls)} - sdk_only
+            self.assertLessEqual(fields, keys, cls.__name__)
+
+    def test_enums(self) -> None:
+        from typing import get_args
+
+        from paddock import types as t
+
+        self.assertEqual(get_args(t.SandboxState), ("creating", "running", "paused", "stopped", "terminated"))
+        self.assertIn("not_supported", get_args(t.ErrorCode))
 
 
 class ParsingTest(unittest.TestCase):

@@ -24,6 +24,7 @@ export {
   NoCapacityError,
   NoSpaceError,
   NotFoundError,
+  NotSupportedError,
   PaddockError,
   RequestTimeoutError,
   TooLargeError,

@@ -1,6 +1,10 @@
 // Starts a real paddockd for the tests: a temporary state directory, a free
 // port, two API keys. PADDOCK_BIN names the directory of paddockd (default:
 // the repository's bin/); PADDOCK_TEST_RUNTIME picks the OCI runtime.
+//
+// The one daemon harness of the TypeScript suites: the SDK's tests import it
+// from here, the examples' tests as "@paddock/sdk/test/daemon", a test-only
+// subpath export of the SDK's test build (dist-test/, never packed).
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";

@@ -11,6 +11,7 @@ import {
   InternalError,
   NoSpaceError,
   NotFoundError,
+  NotSupportedError,
   Paddock,
   PaddockError,
   RequestTimeoutError,
@@ -139,6 +140,19 @@ describe("errors", () => {
     const textBody = errorFromBody(400, "Bad Request", "missing path\nmore");
     assert.ok(textBody instanceof BadRequestError);
     assert.equal(textBody.message, "missing path");
+  });
+
+  it("knows not_supported (501)", () => {
+    const e = errorFromBody(501, "Not Implemented", JSON.stringify({ error: { code: "not_supported", message: "networking is not available" } }));
+    assert.ok(e instanceof NotSupportedError);
+    assert.ok(e instanceof PaddockError);
+    assert.equal(e.status, 501);
+    assert.equal(e.code, "not_supported");
+    assert.equal(e.name, "NotSupportedError");
+    assert.equal(e.message, "networking is not available");
+    // Without a code in the body, the status picks the class.
+    assert.ok(errorFromBody(501, "Not Implemented", "") instanceof NotSupportedError);
+    assert.equal(new NotSupportedError("no").status, 501);
   });
 
   it("throws typed errors from answers", async () => {

@@ -2,6 +2,12 @@
 
 Field names follow the JSON wire format of ``api/openapi.yaml``. Timestamps
 are parsed into timezone-aware :class:`datetime.datetime` objects.
+
+The wire shapes themselves (``SandboxJSON``, ``ExecResultJSON``, ...: the
+JSON as it travels, as TypedDicts) and the enums (``SandboxState``,
+``EventType``, ``ErrorCode``, ...) are generated from api/openapi.yaml into
+``_types_gen`` and re-exported here; the unit tests check that every field
+of the dataclasses below is a key of its wire shape.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional, Union
 
+from . import _types_gen
+from ._types_gen import *  # noqa: F401,F403  (the generated wire shapes and enums)
 from .errors import PaddockError, error_for
 
 __all__ = [
@@ -23,6 +31,7 @@ __all__ = [
     "ProcessInfo",
     "FileEntry",
     "Health",
+    *_types_gen.__all__,
 ]
 
 _TIME_RE = re.compile(

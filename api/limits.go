@@ -27,6 +27,9 @@ const (
 	MaxWaitTimeoutSeconds     = 3600
 	// MaxListDepth bounds the depth of a file listing.
 	MaxListDepth = 20
+	// DefaultMaxFileBytes bounds a file upload or download unless the
+	// daemon (--max-file-bytes) or the agent is configured otherwise.
+	DefaultMaxFileBytes = 100 << 20
 	// MaxJSONBodyBytes bounds a JSON request body other than exec's.
 	MaxJSONBodyBytes = 1 << 20
 	// MaxExecBodyBytes bounds an exec request body: MaxStdinBytes of stdin

@@ -14,6 +14,8 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/egress"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/network"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,18 +42,71 @@ type NetworkConfig struct {
 	UpstreamCA string `json:"upstream_ca,omitempty"`
 }
 
-// startNetwork sets up the network manager and the egress proxy; on
-// failure networking is disabled with a warning (mode off still works).
-func startNetwork(ctx context.Context, cfg Config, mgr *manager.Manager, log *slog.Logger) (stop func(), err error) {
+// netAttacher is the manager's Network: namespaces and packet rules from
+// internal/network, connections from the egress proxy.
+type netAttacher struct {
+	nm    *network.Manager
+	proxy *egress.Proxy
+	caPEM []byte
+}
+
+var _ manager.Network = (*netAttacher)(nil)
+
+func netPolicy(p sandbox.NetworkPolicy) network.Policy {
+	return network.Policy{Mode: network.Mode(p.Mode), Allow: p.Allow, Deny: p.Deny}
+}
+
+func (a *netAttacher) Attach(ctx context.Context, id string, p sandbox.NetworkPolicy, withCA bool) (*sandbox.NetworkConfig, error) {
+	att, err := a.nm.Setup(ctx, id, netPolicy(p))
+	if err != nil {
+		return nil, err
+	}
+	cfg := &sandbox.NetworkConfig{NetnsPath: att.NetnsPath, Nameserver: att.HostAddr.String()}
+	if withCA {
+		cfg.CACertPEM = a.caPEM
+	}
+	return cfg, nil
+}
+
+func (a *netAttacher) Update(ctx context.Context, id string, p sandbox.NetworkPolicy) error {
+	return a.nm.Update(ctx, id, netPolicy(p))
+}
+
+func (a *netAttacher) PolicyChanged(id string) { a.proxy.PolicyChanged(id) }
+
+func (a *netAttacher) Detach(ctx context.Context, id string) error {
+	a.proxy.CloseSandbox(id)
+	return a.nm.Teardown(ctx, id)
+}
+
+func (a *netAttacher) List(ctx context.Context) ([]string, error) { return a.nm.List(ctx) }
+
+// startNetwork sets up the network manager and the egress proxy, whose
+// policy source eg reads st. A nil Network (configuration or failure)
+// means networking is disabled; mode off still works.
+func startNetwork(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (_ manager.Network, eg *manager.Egress, stop func(), err error) {
 	nc := cfg.Network
+	eg = manager.NewEgress(st, nil)
 	if nc.Disabled {
 		log.Info("networking disabled by configuration")
-		return func() {}, nil
+		return nil, eg, func() {}, nil
 	}
+	att, eg, stop, err := startEgress(ctx, cfg, st, log)
+	if err != nil {
+		log.Warn("networking unavailable: sandboxes get network mode off only", "err", err)
+		return nil, manager.NewEgress(st, nil), func() {}, nil
+	}
+	return att, eg, stop, nil
+}
+
+// startEgress creates the network manager, the egress proxy and its
+// listeners.
+func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (_ *netAttacher, _ *manager.Egress, stop func(), err error) {
+	nc := cfg.Network
 	pool := network.DefaultPool
 	if nc.Pool != "" {
 		if pool, err = netip.ParsePrefix(nc.Pool); err != nil {
-			return nil, fmt.Errorf("network pool: %w", err)
+			return nil, nil, nil, fmt.Errorf("network pool: %w", err)
 		}
 	}
 	if nc.ProxyPort == 0 {
@@ -62,11 +117,22 @@ func startNetwork(ctx context.Context, cfg Config, mgr *manager.Manager, log *sl
 	}
 	ca, caPEM, err := egress.NewCA(cfg.StateDir)
 	if err != nil {
-		return nil, fmt.Errorf("egress CA: %w", err)
+		return nil, nil, nil, fmt.Errorf("egress CA: %w", err)
 	}
+	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
+		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
+		}
+	}()
+	eg := manager.NewEgress(st, nm.SandboxByAddr)
 	blocked, _ := egress.HostPrefixes()
 	ecfg := egress.Config{
-		Lookup: mgr.EgressLookup, Secrets: mgr.EgressSecrets, CA: &ca, Blocked: blocked,
+		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked,
 		MaxConnsPerSandbox: nc.MaxConnections, BytesPerSecond: nc.BytesPerSecond, Log: log,
 	}
 	if len(nc.Hosts) > 0 {
@@ -75,7 +141,7 @@ func startNetwork(ctx context.Context, cfg Config, mgr *manager.Manager, log *sl
 			for _, a := range addrs {
 				ip, err := netip.ParseAddr(a)
 				if err != nil {
-					return nil, fmt.Errorf("network hosts %s: %w", name, err)
+					return nil, nil, nil, fmt.Errorf("network hosts %s: %w", name, err)
 				}
 				hosts[name] = append(hosts[name], ip)
 			}
@@ -90,7 +156,7 @@ func startNetwork(ctx context.Context, cfg Config, mgr *manager.Manager, log *sl
 	if nc.UpstreamCA != "" {
 		pem, err := os.ReadFile(nc.UpstreamCA)
 		if err != nil {
-			return nil, fmt.Errorf("upstream CA: %w", err)
+			return nil, nil, nil, fmt.Errorf("upstream CA: %w", err)
 		}
 		pool, _ := x509.SystemCertPool()
 		if pool == nil {
@@ -102,34 +168,25 @@ func startNetwork(ctx context.Context, cfg Config, mgr *manager.Manager, log *sl
 	proxy := egress.New(ecfg)
 	tcp, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(int(nc.ProxyPort))))
 	if err != nil {
-		return nil, fmt.Errorf("egress proxy: %w", err)
+		return nil, nil, nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	udp, err := net.ListenPacket("udp", net.JoinHostPort("0.0.0.0", strconv.Itoa(int(nc.DNSPort))))
 	if err != nil {
 		tcp.Close()
-		return nil, fmt.Errorf("egress DNS: %w", err)
+		return nil, nil, nil, fmt.Errorf("egress DNS: %w", err)
 	}
 	dnsTCP, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(int(nc.DNSPort))))
 	if err != nil {
 		tcp.Close()
 		udp.Close()
-		return nil, fmt.Errorf("egress DNS: %w", err)
-	}
-	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
-		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log})
-	if err != nil {
-		tcp.Close()
-		udp.Close()
-		dnsTCP.Close()
-		return nil, err
+		return nil, nil, nil, fmt.Errorf("egress DNS: %w", err)
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	go proxy.ServeTCP(pctx, tcp)
 	go proxy.ServeDNS(pctx, udp)
 	go proxy.ServeDNSTCP(pctx, dnsTCP)
-	mgr.SetNetwork(&manager.Network{Net: nm, Proxy: proxy, CAPEM: caPEM})
 	log.Info("networking ready", "pool", pool, "proxy_port", nc.ProxyPort, "dns_port", nc.DNSPort)
-	return func() {
+	return &netAttacher{nm: nm, proxy: proxy, caPEM: caPEM}, eg, func() {
 		cancel()
 		tcp.Close()
 		udp.Close()

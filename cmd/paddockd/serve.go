@@ -17,11 +17,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/backend/container"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/server"
 	"github.com/paddock-sandbox/paddock/internal/store"
+	"github.com/paddock-sandbox/paddock/internal/template"
+	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 )
 
 const defaultStateDir = "/var/lib/paddock"
@@ -63,7 +67,7 @@ func serve(args []string) error {
 	stateDir := fs.String("state-dir", defaultStateDir, "state directory (database, keys, sandboxes)")
 	maxSandboxes := fs.Int("max-sandboxes", 100, "most live sandboxes on this host (503 no_capacity past it)")
 	maxPerKey := fs.Int("max-sandboxes-per-key", 0, "most live sandboxes per API key, 0 = no per-key limit (429 past it)")
-	maxFile := fs.Int64("max-file-bytes", 100<<20, "largest file upload or download through the files API")
+	maxFile := fs.Int64("max-file-bytes", api.DefaultMaxFileBytes, "largest file upload or download through the files API")
 	runtime := fs.String("runtime", "runc", "default OCI runtime: runc, crun, runsc, or a name from the config's runtimes")
 	agentBin := fs.String("agent-binary", "", "paddock-agent binary (default: next to paddockd)")
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
@@ -148,6 +152,110 @@ func run(cfg Config) error {
 	if err := container.SetSubreaper(); err != nil {
 		return fmt.Errorf("subreaper: %w", err)
 	}
+	runtimes, err := findRuntimes(&cfg)
+	if err != nil {
+		return err
+	}
+	// Wired in this order; see templates.go for the two closures.
+	var b *container.Backend
+	var cat *catalog.Catalog
+	images, err := openImages(cfg, func() []string {
+		if b == nil {
+			return nil
+		}
+		return b.LowersInUse()
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer images.Close()
+	b, err = container.New(container.Config{
+		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
+		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
+		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent,
+		Images: func(name string) (*template.Root, error) { return cat.Root(name) },
+	})
+	if err != nil {
+		return err
+	}
+	if cat, err = newCatalog(cfg, images, b, log); err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	keys, err := store.OpenKeys(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	portKey, err := st.PortKey()
+	if err != nil {
+		return fmt.Errorf("port key: %w", err)
+	}
+	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
+		return err
+	}
+	mcfg := managerConfig(cfg)
+	mcfg.WarmPool = cfg.WarmPool
+	metrics := server.NewMetrics()
+	mcfg.Events = metrics.Event
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
+	}
+	netw, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopNet()
+	ac := agent.NewClient(b.Dial)
+	mgr := manager.New(mcfg, manager.Deps{Store: st, Backend: b, Agent: ac,
+		Network: netw, Egress: egress, Templates: cat, Log: log})
+	templates := catalog.NewBuilder(cat, mgr, ac)
+	cat.Start(ctx)
+	if err := mgr.Recover(ctx); err != nil {
+		return err
+	}
+	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
+		PortKey: portKey, Templates: templates}, keys, b.Templates(), log)
+}
+
+// serveAPI serves the REST API until ctx ends, with the reaper running,
+// then shuts down; sandboxes keep running for the next start.
+func serveAPI(ctx context.Context, cfg Config, mgr *manager.Manager, scfg server.Config, keys *store.Keys, templates []string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	scfg.MCP = server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}
+	apiSrv := server.New(scfg, mgr, keys, log)
+	srv := apiSrv.HTTPServer(cfg.Listen)
+	reaperDone := make(chan struct{})
+	go func() { mgr.Run(ctx); close(reaperDone) }()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("paddockd serving", "url", "http://"+ln.Addr().String(), "state_dir", cfg.StateDir,
+		"runtime", cfg.Runtime, "templates", templates, "version", version)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down; sandboxes keep running and are re-adopted on the next start")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	apiSrv.CloseMCP(sctx) // deletes MCP sessions' sandboxes through the API, so before Shutdown
+	srv.Shutdown(sctx)
+	<-reaperDone
+	return nil
+}
+
+// findRuntimes locates the agent binary and the OCI runtimes (next to
+// paddockd, then on PATH, unless the config names them).
+func findRuntimes(cfg *Config) (map[string]string, error) {
 	self, _ := os.Executable()
 	if cfg.AgentBinary == "" {
 		cfg.AgentBinary = filepath.Join(filepath.Dir(self), "paddock-agent")
@@ -167,31 +275,13 @@ func run(cfg Config) error {
 		}
 	}
 	if _, ok := runtimes[cfg.Runtime]; !ok {
-		return fmt.Errorf("runtime %q not found (build it with `make`, install it, or name its path in the config's runtimes)", cfg.Runtime)
+		return nil, fmt.Errorf("runtime %q not found (build it with `make`, install it, or name its path in the config's runtimes)", cfg.Runtime)
 	}
-	tw, err := openTemplates(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer tw.close()
-	b, err := container.New(container.Config{
-		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
-		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
-		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent, Images: tw.images,
-	})
-	if err != nil {
-		return err
-	}
-	tw.backend = b
-	st, err := store.Open(cfg.StateDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	keys, err := store.OpenKeys(cfg.StateDir)
-	if err != nil {
-		return err
-	}
+	return runtimes, nil
+}
+
+// managerConfig is the manager's configuration from the daemon's.
+func managerConfig(cfg Config) manager.Config {
 	mcfg := manager.DefaultConfig()
 	mcfg.MaxSandboxes, mcfg.MaxPerKey = cfg.MaxSandboxes, cfg.MaxSandboxesPerKey
 	mcfg.DefaultTimeout = time.Duration(cfg.DefaultTimeout) * time.Second
@@ -204,60 +294,7 @@ func run(cfg Config) error {
 	if cfg.PauseRetentionSeconds > 0 {
 		mcfg.PauseRetention = time.Duration(cfg.PauseRetentionSeconds) * time.Second
 	}
-	portKey, err := st.PortKey()
-	if err != nil {
-		return fmt.Errorf("port key: %w", err)
-	}
-	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
-		return err
-	}
-	mcfg.WarmPool = cfg.WarmPool
-	metrics := server.NewMetrics()
-	mcfg.Events = metrics.Event
-	mgr := manager.New(mcfg, st, b, log)
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := tw.start(ctx, cfg, mgr, log); err != nil {
-		return err
-	}
-	if cfg.CgroupParent == "" {
-		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
-	}
-	stopNet, err := startNetwork(ctx, cfg, mgr, log)
-	if err != nil {
-		log.Warn("networking unavailable: sandboxes get network mode off only", "err", err)
-		stopNet = func() {}
-	}
-	defer stopNet()
-	if err := mgr.Recover(ctx); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
-	apiSrv := server.New(server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics, PortKey: portKey,
-		MCP: server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}}, mgr, keys, log)
-	srv := apiSrv.HTTPServer(cfg.Listen)
-	reaperDone := make(chan struct{})
-	go func() { mgr.Run(ctx); close(reaperDone) }()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("paddockd serving", "url", "http://"+ln.Addr().String(), "state_dir", cfg.StateDir,
-		"runtime", cfg.Runtime, "templates", b.Templates(), "version", version)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down; sandboxes keep running and are re-adopted on the next start")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	apiSrv.CloseMCP(sctx) // deletes MCP sessions' sandboxes through the API, so before Shutdown
-	srv.Shutdown(sctx)
-	<-reaperDone
-	return nil
+	return mcfg
 }
 
 func isExecutable(p string) bool {

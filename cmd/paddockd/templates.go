@@ -1,62 +1,44 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 
-	"github.com/paddock-sandbox/paddock/internal/backend/container"
-	"github.com/paddock-sandbox/paddock/internal/manager"
-	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/template"
+	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 )
 
-// templateWiring connects the template store, the backend (which reads
-// image layers through Images) and the manager's template service, which
-// are created in that order but refer to each other.
-type templateWiring struct {
-	store   *template.Store
-	backend *container.Backend
-	tpls    *manager.Templates
-}
+// The template store, the backend and the catalog refer to each other:
+// the store's garbage collector asks which image layers sandboxes use
+// (the backend), the backend asks for the layers of a template's root
+// (the catalog), and the catalog's sweeps ask which templates sandboxes
+// use (the backend). serve creates them in that order; the first two
+// references are closures over variables set before anything calls them
+// (the store collects garbage and the backend resolves roots only once
+// sandboxes are created, after wiring).
 
-// openTemplates opens the image store at <state-dir>/images with the
-// config's disk budget. Set backend before anything calls the store.
-func openTemplates(cfg Config, log *slog.Logger) (*templateWiring, error) {
-	tw := &templateWiring{}
+// openImages opens the image store at <state-dir>/images with the
+// config's disk budget; lowers reports the layers the backend uses.
+func openImages(cfg Config, lowers func() []string, log *slog.Logger) (*template.Store, error) {
 	st, err := template.Open(template.Config{
 		Root:       filepath.Join(cfg.StateDir, "images"),
 		DiskBudget: cfg.TemplateCacheBytes,
 		Log:        log,
-		InUse: func() []string {
-			if tw.backend == nil {
-				return nil
-			}
-			return tw.backend.LowersInUse()
-		},
+		InUse:      lowers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("template store: %w", err)
 	}
-	tw.store = st
-	return tw, nil
+	return st, nil
 }
 
-// images is the backend's Config.Images.
-func (tw *templateWiring) images(name string) (*template.Root, error) {
-	if tw.tpls == nil {
-		return nil, fmt.Errorf("%w: %q (templates are starting)", sandbox.ErrUnknownTemplate, name)
-	}
-	return tw.tpls.Root(name)
-}
-
-// start creates the manager's template service: shared templates from the
-// config (imported in the background), base templates and their runtimes,
-// and the directories API requests may import from.
-func (tw *templateWiring) start(ctx context.Context, cfg Config, mgr *manager.Manager, log *slog.Logger) error {
-	shared := map[string]manager.SharedTemplate{}
+// newCatalog creates the template catalog: shared templates from the
+// config (imported in the background by Start), base templates and their
+// runtimes, and the directories API requests may import from.
+func newCatalog(cfg Config, st *template.Store, inUse catalog.InUse, log *slog.Logger) (*catalog.Catalog, error) {
+	shared := map[string]catalog.Shared{}
 	bases := map[string]string{"base": ""}
 	for name, t := range cfg.Templates {
 		if !t.HasSource() {
@@ -64,26 +46,18 @@ func (tw *templateWiring) start(ctx context.Context, cfg Config, mgr *manager.Ma
 			continue
 		}
 		src := template.Source{Registry: t.Image, Layout: t.OCILayout, Tarball: t.Tarball, Tag: t.Tag, Dir: t.Dir, Copy: t.Dir != ""}
-		shared[name] = manager.SharedTemplate{Source: src, Runtime: t.Runtime}
+		shared[name] = catalog.Shared{Source: src, Runtime: t.Runtime}
 	}
 	dirs := cfg.TemplateImportDirs
 	if len(dirs) == 0 {
 		d := filepath.Join(cfg.StateDir, "import")
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
+			return nil, err
 		}
 		dirs = []string{d}
 	}
-	tpls, err := manager.NewTemplates(mgr, manager.TemplatesConfig{
-		Store: tw.store, CatalogPath: filepath.Join(cfg.StateDir, "templates.json"),
-		Shared: shared, BaseRuntimes: bases, ImportDirs: dirs, Log: log,
+	return catalog.New(catalog.Config{
+		Store: st, CatalogPath: filepath.Join(cfg.StateDir, "templates.json"),
+		Shared: shared, BaseRuntimes: bases, ImportDirs: dirs, InUse: inUse, Log: log,
 	})
-	if err != nil {
-		return err
-	}
-	tw.tpls = tpls
-	tpls.Start(ctx)
-	return nil
 }
-
-func (tw *templateWiring) close() { tw.store.Close() }

@@ -17,7 +17,7 @@ import (
 const (
 	DefaultWorkdir       = "/workspace"
 	DefaultShimPath      = "/proc/self/exe"
-	DefaultMaxFileBytes  = 100 << 20
+	DefaultMaxFileBytes  = api.DefaultMaxFileBytes
 	DefaultMaxStdinBytes = api.MaxStdinBytes
 	DefaultMaxProcesses  = 1024
 

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -9,7 +10,7 @@ import (
 
 // RunningAny returns sandbox id if it is running, whoever owns it. Only for
 // callers that authorized the request some other way (signed port URLs).
-func (m *Manager) RunningAny(id string) (*store.Record, error) {
+func (m *Manager) RunningAny(ctx context.Context, id string) (*store.Record, error) {
 	r, err := m.store.Get(id)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)

@@ -2,13 +2,11 @@ package manager_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/backend/fake"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -63,7 +61,7 @@ func newTestManager(t *testing.T) *testManager {
 
 // newManager builds a manager over the store and the current backend.
 func (tm *testManager) newManager() *manager.Manager {
-	return manager.New(tm.cfg, tm.st, tm.backend, slog.New(slog.DiscardHandler))
+	return manager.New(tm.cfg, manager.Deps{Store: tm.st, Backend: tm.backend})
 }
 
 // start builds the manager and recovers.
@@ -97,7 +95,7 @@ func (tm *testManager) runReaper() {
 	})
 }
 
-func (tm *testManager) create(owner string, req api.CreateSandboxRequest) *store.Record {
+func (tm *testManager) create(owner string, req sandbox.CreateRequest) *store.Record {
 	tm.t.Helper()
 	rec, err := tm.m.Create(context.Background(), owner, req)
 	if err != nil {

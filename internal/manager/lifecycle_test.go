@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/backend/fake"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -17,7 +16,7 @@ import (
 func TestLifecycle(t *testing.T) {
 	tm := newTestManager(t)
 	ctx := context.Background()
-	rec := tm.create("alice", api.CreateSandboxRequest{Env: map[string]string{"A": "1"}, Metadata: map[string]string{"k": "v"}})
+	rec := tm.create("alice", sandbox.CreateRequest{Env: map[string]string{"A": "1"}, Metadata: map[string]string{"k": "v"}})
 	if rec.State != sandbox.Running || rec.Runtime != "fake" || rec.Owner != "alice" {
 		t.Fatalf("created %+v", rec)
 	}
@@ -28,7 +27,7 @@ func TestLifecycle(t *testing.T) {
 	if !ok || spec.Template != "base" || spec.Env["A"] != "1" || spec.Resources != tm.cfg.Defaults {
 		t.Errorf("backend got %+v (on host: %v), want base, env and default resources", spec, ok)
 	}
-	if _, err := tm.m.Get("bob", rec.ID); !errors.Is(err, sandbox.ErrNotFound) {
+	if _, err := tm.m.Get(context.Background(), "bob", rec.ID); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("Get by another owner: %v, want ErrNotFound", err)
 	}
 	if err := tm.m.Delete(ctx, "bob", rec.ID); !errors.Is(err, sandbox.ErrNotFound) {
@@ -47,7 +46,7 @@ func TestLifecycle(t *testing.T) {
 	if err := tm.m.Delete(ctx, "alice", rec.ID); err != nil {
 		t.Errorf("second Delete: %v, want nil", err)
 	}
-	if _, err := tm.m.Running("alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
+	if _, err := tm.m.Running(context.Background(), "alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
 		t.Errorf("Running of a terminated sandbox: %v, want ErrConflict", err)
 	}
 }
@@ -59,21 +58,21 @@ func TestAdmission(t *testing.T) {
 	ctx := context.Background()
 	var alice []string
 	for range testMaxPerKey {
-		alice = append(alice, tm.create("alice", api.CreateSandboxRequest{}).ID)
+		alice = append(alice, tm.create("alice", sandbox.CreateRequest{}).ID)
 	}
-	if _, err := tm.m.Create(ctx, "alice", api.CreateSandboxRequest{}); !errors.Is(err, sandbox.ErrLimit) {
+	if _, err := tm.m.Create(ctx, "alice", sandbox.CreateRequest{}); !errors.Is(err, sandbox.ErrLimit) {
 		t.Errorf("create past the per-key limit: %v, want ErrLimit", err)
 	}
 	for range testMaxSandboxes - testMaxPerKey {
-		tm.create("bob", api.CreateSandboxRequest{})
+		tm.create("bob", sandbox.CreateRequest{})
 	}
-	if _, err := tm.m.Create(ctx, "carol", api.CreateSandboxRequest{}); !errors.Is(err, sandbox.ErrNoCapacity) {
+	if _, err := tm.m.Create(ctx, "carol", sandbox.CreateRequest{}); !errors.Is(err, sandbox.ErrNoCapacity) {
 		t.Errorf("create past the host limit: %v, want ErrNoCapacity", err)
 	}
 	if err := tm.m.Delete(ctx, "alice", alice[0]); err != nil {
 		t.Fatal(err)
 	}
-	tm.create("carol", api.CreateSandboxRequest{})
+	tm.create("carol", sandbox.CreateRequest{})
 	if n := len(tm.backend.Host().IDs()); n != testMaxSandboxes {
 		t.Errorf("%d sandboxes on the host, want %d", n, testMaxSandboxes)
 	}
@@ -86,14 +85,14 @@ func TestCreateFailure(t *testing.T) {
 	boom := errors.New("boom")
 	tm.backend.Fail(fake.OpCreate, boom)
 	for range testMaxPerKey + 1 {
-		if _, err := tm.m.Create(context.Background(), "alice", api.CreateSandboxRequest{}); !errors.Is(err, boom) {
+		if _, err := tm.m.Create(context.Background(), "alice", sandbox.CreateRequest{}); !errors.Is(err, boom) {
 			t.Fatalf("Create: %v, want the backend's error", err)
 		}
 	}
 	if ids := tm.backend.Host().IDs(); len(ids) != 0 {
 		t.Errorf("host has %v after failed creates", ids)
 	}
-	recs, _, err := tm.m.List("alice", manager.Filter{State: "all"})
+	recs, _, err := tm.m.List(context.Background(), "alice", manager.Filter{State: "all"})
 	if err != nil || len(recs) != testMaxPerKey+1 {
 		t.Fatalf("List: %d records, %v", len(recs), err)
 	}
@@ -103,7 +102,7 @@ func TestCreateFailure(t *testing.T) {
 		}
 	}
 	tm.backend.Fail(fake.OpCreate, nil)
-	tm.create("alice", api.CreateSandboxRequest{})
+	tm.create("alice", sandbox.CreateRequest{})
 }
 
 // TestPauseResume: pausing stops billing and replaces the lease with the
@@ -111,7 +110,7 @@ func TestCreateFailure(t *testing.T) {
 func TestPauseResume(t *testing.T) {
 	tm := newTestManager(t)
 	ctx := context.Background()
-	rec := tm.create("alice", api.CreateSandboxRequest{TimeoutSeconds: 600})
+	rec := tm.create("alice", sandbox.CreateRequest{TimeoutSeconds: 600})
 	if _, err := tm.m.Resume(ctx, "alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
 		t.Errorf("Resume of a running sandbox: %v, want ErrConflict", err)
 	}
@@ -137,7 +136,7 @@ func TestPauseResume(t *testing.T) {
 	if _, err := tm.m.Pause(ctx, "alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
 		t.Errorf("Pause of a paused sandbox: %v, want ErrConflict", err)
 	}
-	if _, err := tm.m.Running("alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
+	if _, err := tm.m.Running(context.Background(), "alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
 		t.Errorf("exec target while paused: %v, want ErrConflict", err)
 	}
 	// No running time accrues while paused, however often it is sampled.

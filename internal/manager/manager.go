@@ -4,6 +4,14 @@
 // persisted state (so no sandbox outlives expires_at, even across
 // restarts), and on start recovers from a crash by re-adopting live
 // sandboxes and destroying everything else the backend finds.
+//
+// It speaks domain types (package sandbox); only internal/server converts
+// the wire types of package api. It is wired by construction (New with
+// Deps): the backend, the agent client, and small interfaces for what it
+// needs of others (Network to attach sandboxes, Templates to resolve
+// names), a nil interface meaning that feature is disabled. It gives the
+// template Builder build sandboxes (catalog.Sandboxes, builds.go) and the
+// warm pool (internal/pool) its idle sandboxes (pool*.go).
 package manager
 
 import (
@@ -16,8 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/pool"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -75,22 +83,54 @@ type Manager struct {
 	backend sandbox.Backend
 	log     *slog.Logger
 	agent   *agent.Client
-	net     *Network
-	// buildNets holds the network policies of template build sandboxes.
-	buildNets map[string]store.NetworkPolicy
-	pool      *pool
-	tpl       *Templates // nil: only the backend's templates (see templates.go)
+	net     Network // nil: networking disabled
+	egress  *Egress
+	pool    *pool.Pool
+	tpl     Templates // nil: only the backend's templates
 
 	mu      sync.Mutex
 	live    map[string]string // live sandbox id → owner
 	idLocks map[string]*sync.Mutex
 }
 
-// New returns a manager. Call Recover before serving and Run to reap.
-func New(cfg Config, st *store.Store, b sandbox.Backend, log *slog.Logger) *Manager {
-	m := &Manager{cfg: cfg, store: st, backend: b, log: log,
-		live: map[string]string{}, idLocks: map[string]*sync.Mutex{}, pool: newPool(cfg.WarmPool), buildNets: map[string]store.NetworkPolicy{}}
-	m.agent = agent.NewClient(b.Dial)
+// Deps are the manager's collaborators; cmd/paddockd wires them. Store
+// and Backend are required.
+type Deps struct {
+	Store   *store.Store
+	Backend sandbox.Backend
+	// Agent reaches the sandboxes' guest agents (default:
+	// agent.NewClient(Backend.Dial)).
+	Agent *agent.Client
+	// Network attaches sandboxes to the host network. nil means
+	// networking is disabled: only network mode off is accepted.
+	Network Network
+	// Egress is the egress proxy's policy source, which also keeps the
+	// policies of template build sandboxes (default: NewEgress(Store,
+	// nil), for a daemon without networking).
+	Egress *Egress
+	// Templates resolves template names; nil: only the backend's own
+	// templates exist.
+	Templates Templates
+	// Log defaults to discarding.
+	Log *slog.Logger
+}
+
+// New returns a manager of cfg over d. Call Recover before serving and Run
+// to reap. Tests build one with New(DefaultConfig(), Deps{Store: st,
+// Backend: b}).
+func New(cfg Config, d Deps) *Manager {
+	if d.Agent == nil {
+		d.Agent = agent.NewClient(d.Backend.Dial)
+	}
+	if d.Egress == nil {
+		d.Egress = NewEgress(d.Store, nil)
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
+		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }
 
@@ -125,7 +165,7 @@ func newID() string {
 // Create validates req, admits it against the limits, and creates the
 // sandbox. The record is persisted as creating before the backend runs, so
 // a crash mid-create is cleaned up by Recover.
-func (m *Manager) Create(ctx context.Context, owner string, req api.CreateSandboxRequest) (*store.Record, error) {
+func (m *Manager) Create(ctx context.Context, owner string, req sandbox.CreateRequest) (*store.Record, error) {
 	rec, err := m.validate(req)
 	if err != nil {
 		return nil, err
@@ -133,7 +173,7 @@ func (m *Manager) Create(ctx context.Context, owner string, req api.CreateSandbo
 	if err := m.validateNetwork(owner, req, rec); err != nil {
 		return nil, err
 	}
-	tref, err := m.templateRef(owner, rec.Template)
+	tref, err := m.templateRef(ctx, owner, rec.Template)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +263,7 @@ func (m *Manager) end(id string, state sandbox.State, reason string) {
 }
 
 // Get returns owner's sandbox id.
-func (m *Manager) Get(owner, id string) (*store.Record, error) {
+func (m *Manager) Get(ctx context.Context, owner, id string) (*store.Record, error) {
 	r, err := m.store.Get(id)
 	if err != nil || r.Owner != owner {
 		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
@@ -232,8 +272,8 @@ func (m *Manager) Get(owner, id string) (*store.Record, error) {
 }
 
 // Running returns owner's sandbox id if it is running, for exec and files.
-func (m *Manager) Running(owner, id string) (*store.Record, error) {
-	r, err := m.Get(owner, id)
+func (m *Manager) Running(ctx context.Context, owner, id string) (*store.Record, error) {
+	r, err := m.Get(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +291,7 @@ func mustRun(r *store.Record) (*store.Record, error) {
 // Delete terminates owner's sandbox id. Deleting an ended sandbox is a
 // no-op.
 func (m *Manager) Delete(ctx context.Context, owner, id string) error {
-	if _, err := m.Get(owner, id); err != nil {
+	if _, err := m.Get(ctx, owner, id); err != nil {
 		return err
 	}
 	return m.terminate(ctx, id, sandbox.Terminated, "deleted")
@@ -312,12 +352,12 @@ func (m *Manager) finalSample(ctx context.Context, id string) {
 }
 
 // SetTimeout moves owner's sandbox's expiry to now+d.
-func (m *Manager) SetTimeout(owner, id string, seconds int64) (*store.Record, error) {
+func (m *Manager) SetTimeout(ctx context.Context, owner, id string, seconds int64) (*store.Record, error) {
 	d, err := m.timeout(seconds)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.Running(owner, id); err != nil {
+	if _, err := m.Running(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	unlock := m.lockID(id)

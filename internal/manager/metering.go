@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -97,8 +96,8 @@ func (m *Manager) sample(ctx context.Context) {
 }
 
 // Metrics samples owner's sandbox id now and returns its accounting.
-func (m *Manager) Metrics(ctx context.Context, owner, id string) (*api.Metrics, error) {
-	r, err := m.Get(owner, id)
+func (m *Manager) Metrics(ctx context.Context, owner, id string) (*sandbox.Metrics, error) {
+	r, err := m.Get(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +110,12 @@ func (m *Manager) Metrics(ctx context.Context, owner, id string) (*api.Metrics, 
 	if r.State.Live() {
 		accrue(&u, r, st, now, m.cfg.Prices)
 	}
-	return &api.Metrics{
-		SandboxID: id, State: string(r.State), SampledAt: u.SampledAt,
+	return &sandbox.Metrics{
+		SandboxID: id, State: r.State, SampledAt: u.SampledAt,
 		CPUSeconds: u.CPUSeconds, RunningSeconds: u.RunningSeconds,
 		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: max(u.MemoryPeakBytes, st.MemoryPeakBytes),
 		MemoryGiBSeconds: u.MemoryGiBSeconds, DiskBytes: st.DiskBytes,
-		NetworkRxBytes: st.NetRxBytes, NetworkTxBytes: st.NetTxBytes, PIDs: st.PIDs,
+		NetRxBytes: st.NetRxBytes, NetTxBytes: st.NetTxBytes, PIDs: st.PIDs,
 		CostMicros: u.CostMicros,
 	}, nil
 }
@@ -124,7 +123,7 @@ func (m *Manager) Metrics(ctx context.Context, owner, id string) (*api.Metrics, 
 // Usage sums owner's consumption by sandboxes alive at some point in
 // [from, to). Records of ended sandboxes are kept for RetainEnded, so the
 // window reaches back that far.
-func (m *Manager) Usage(owner string, from, to time.Time) (*api.Usage, error) {
+func (m *Manager) Usage(ctx context.Context, owner string, from, to time.Time) (*sandbox.Usage, error) {
 	if !from.Before(to) {
 		return nil, fmt.Errorf("%w: from must be before to", sandbox.ErrInvalid)
 	}
@@ -132,7 +131,7 @@ func (m *Manager) Usage(owner string, from, to time.Time) (*api.Usage, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &api.Usage{KeyID: owner, From: from, To: to}
+	out := &sandbox.Usage{Owner: owner, From: from, To: to}
 	for _, r := range recs {
 		if r.Owner != owner || !r.CreatedAt.Before(to) || (r.EndedAt != nil && r.EndedAt.Before(from)) {
 			continue

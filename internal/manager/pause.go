@@ -13,7 +13,7 @@ import (
 // pause retention: a paused sandbox is terminated once it has been paused
 // for PauseRetention unless resumed first.
 func (m *Manager) Pause(ctx context.Context, owner, id string) (*store.Record, error) {
-	if _, err := m.Get(owner, id); err != nil {
+	if _, err := m.Get(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	return m.pause(ctx, id, "paused")
@@ -50,7 +50,7 @@ func (m *Manager) pause(ctx context.Context, id, reason string) (*store.Record, 
 // Resume thaws owner's paused sandbox and grants it a new lease of the
 // length it was created with.
 func (m *Manager) Resume(ctx context.Context, owner, id string) (*store.Record, error) {
-	if _, err := m.Get(owner, id); err != nil {
+	if _, err := m.Get(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	p, ok := m.backend.(sandbox.Pauser)

@@ -27,9 +27,9 @@ package manager
 // request field added later) and anything that fails to apply means a
 // normal (cold) create; a pool sandbox that failed half-way is destroyed.
 //
-// A refill starts poolRefillDelay after a hand-out (at once when the pool
+// A refill starts pool.RefillDelay after a hand-out (at once when the pool
 // is empty), so that it does not compete for the CPU with the caller's
-// first commands; at most poolWorkers creates are in flight for all
+// first commands; at most two creates are in flight for all
 // templates together, with an exponential backoff per template after
 // failures. Idle pool sandboxes carry a lease of poolLease that the reaper
 // renews; the reaper recycles those that died or are older than
@@ -40,14 +40,9 @@ package manager
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -55,240 +50,32 @@ import (
 const (
 	// poolOwner is the owner of idle pool sandboxes.
 	poolOwner = ""
-	// poolWorkers bounds the pool's creates in flight.
-	poolWorkers = 2
 	// poolLease is an idle pool sandbox's lease, renewed by the reaper
 	// once half of it is left.
 	poolLease = 10 * time.Minute
 	// poolMaxAge is how long an idle sandbox may wait before it is
 	// replaced by a fresh one.
 	poolMaxAge = time.Hour
-	// poolBackoffMin and poolBackoffMax bound the wait after a failed
-	// refill; it doubles per consecutive failure.
-	poolBackoffMin = 250 * time.Millisecond
-	poolBackoffMax = time.Minute
-	// poolRefillDelay is how long refills wait after a hand-out while the
-	// pool still has idle sandboxes, so that the caller's first commands
-	// do not compete with a create for the CPU.
-	poolRefillDelay = 150 * time.Millisecond
 	// poolOrphanAge is how old a running pool sandbox that is in no idle
 	// list must be before the reaper destroys it (creates and hand-outs
 	// take far less).
 	poolOrphanAge = 5 * time.Minute
-	// poolYieldHold is how long refills wait after an idle pool sandbox
-	// was destroyed to make room for a create.
-	poolYieldHold = 5 * time.Second
 )
 
-// pool is the warm pool's bookkeeping. Whoever removes an id from idle
-// owns that sandbox: a hand-out, a recycle, or an eviction.
-type pool struct {
-	sizes map[string]int
-	kick  chan struct{}
+// poolCreator creates the pool's idle sandboxes (pool.Creator).
+type poolCreator struct{ m *Manager }
 
-	mu        sync.Mutex
-	started   bool
-	idle      map[string][]idleSandbox // template → idle sandboxes, oldest first
-	filling   map[string]int           // template → creates in flight
-	failures  map[string]int           // template → consecutive failed creates
-	retryAt   map[string]time.Time
-	holdUntil time.Time // no refills before (after a yield)
-	lastTake  map[string]time.Time
-}
-
-// idleSandbox is a ready pool sandbox and the backend template reference
-// (the template's version) it was made from.
-type idleSandbox struct {
-	id, ref string
-}
-
-func newPool(sizes map[string]int) *pool {
-	p := &pool{sizes: map[string]int{}, kick: make(chan struct{}, 1),
-		idle: map[string][]idleSandbox{}, filling: map[string]int{},
-		failures: map[string]int{}, retryAt: map[string]time.Time{}, lastTake: map[string]time.Time{}}
-	for t, n := range sizes {
-		if n > 0 {
-			p.sizes[t] = n
-		}
+func (c poolCreator) CreateIdle(ctx context.Context, template string) (id, ref string, err error) {
+	id, ref, err = c.m.createPooled(ctx, template)
+	if err == nil {
+		c.m.event("pool_create")
 	}
-	return p
-}
-
-func (p *pool) enabled() bool { return p != nil && len(p.sizes) > 0 }
-
-// wake asks the fill loop to look at the pool now.
-func (p *pool) wake() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
-
-// take removes and returns the oldest idle sandbox of template made from
-// ref, or "", and schedules the refill: at once when the pool is now
-// empty, else once hand-outs have paused for poolRefillDelay.
-func (p *pool) take(template, ref string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	idle := p.idle[template]
-	i := slices.IndexFunc(idle, func(s idleSandbox) bool { return s.ref == ref })
-	if i < 0 {
-		return ""
-	}
-	id := idle[i].id
-	p.idle[template] = slices.Delete(slices.Clone(idle), i, i+1)
-	p.lastTake[template] = time.Now()
-	if len(idle) == 1 {
-		p.wake()
-	} else {
-		time.AfterFunc(poolRefillDelay, p.wake)
-	}
-	return id
-}
-
-// find returns the idle sandbox id of template, if it is idle.
-func (p *pool) find(template, id string) (idleSandbox, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	i := slices.IndexFunc(p.idle[template], func(s idleSandbox) bool { return s.id == id })
-	if i < 0 {
-		return idleSandbox{}, false
-	}
-	return p.idle[template][i], true
-}
-
-// remove removes id from the idle list and reports whether it was there.
-func (p *pool) remove(template, id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	idle := p.idle[template]
-	i := slices.IndexFunc(idle, func(s idleSandbox) bool { return s.id == id })
-	if i < 0 {
-		return false
-	}
-	p.idle[template] = slices.Delete(slices.Clone(idle), i, i+1)
-	return true
+	return id, ref, err
 }
 
 // PoolStatus reports, per configured template, the idle pool sandboxes
 // and those being created.
-func (m *Manager) PoolStatus() map[string][2]int {
-	p := m.pool
-	if !p.enabled() {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[string][2]int{}
-	for t := range p.sizes {
-		out[t] = [2]int{len(p.idle[t]), p.filling[t]}
-	}
-	return out
-}
-
-// startPool starts filling the pool; it stops when ctx ends. Called from
-// Run.
-func (m *Manager) startPool(ctx context.Context) {
-	p := m.pool
-	if !p.enabled() {
-		return
-	}
-	p.mu.Lock()
-	started := p.started
-	p.started = true
-	p.mu.Unlock()
-	if started {
-		return
-	}
-	for t, n := range p.sizes {
-		m.log.Info("warm pool", "template", t, "size", n)
-	}
-	go m.fillLoop(ctx)
-}
-
-// fillLoop starts refills whenever the pool is short, woken by hand-outs,
-// finished creates and a ticker (for backoff and holds).
-func (m *Manager) fillLoop(ctx context.Context) {
-	p := m.pool
-	sem := make(chan struct{}, poolWorkers)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		m.fillOnce(ctx, sem)
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.kick:
-		case <-tick.C:
-		}
-	}
-}
-
-// fillOnce starts as many refills as the pool lacks and the workers allow.
-func (m *Manager) fillOnce(ctx context.Context, sem chan struct{}) {
-	p := m.pool
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now.Before(p.holdUntil) {
-		return
-	}
-	templates := make([]string, 0, len(p.sizes))
-	for t := range p.sizes {
-		templates = append(templates, t)
-	}
-	// The emptiest pool first.
-	slices.SortFunc(templates, func(a, b string) int {
-		return (len(p.idle[a]) + p.filling[a]) - (len(p.idle[b]) + p.filling[b])
-	})
-	for _, t := range templates {
-		if now.Before(p.retryAt[t]) ||
-			(len(p.idle[t]) > 0 && now.Sub(p.lastTake[t]) < poolRefillDelay) {
-			continue
-		}
-		for len(p.idle[t])+p.filling[t] < p.sizes[t] {
-			select {
-			case sem <- struct{}{}:
-			default:
-				return
-			}
-			p.filling[t]++
-			go func() {
-				defer func() { <-sem; p.wake() }()
-				m.refill(ctx, t)
-			}()
-		}
-	}
-}
-
-// refill creates one pool sandbox of template and adds it to the pool.
-func (m *Manager) refill(ctx context.Context, template string) {
-	p := m.pool
-	start := time.Now()
-	id, ref, err := m.createPooled(ctx, template)
-	p.mu.Lock()
-	p.filling[template]--
-	if err != nil {
-		p.failures[template]++
-		n := p.failures[template]
-		backoff := min(poolBackoffMin<<min(n-1, 16), poolBackoffMax)
-		p.retryAt[template] = time.Now().Add(backoff)
-		p.mu.Unlock()
-		switch {
-		case ctx.Err() != nil:
-		case errors.Is(err, sandbox.ErrNoCapacity):
-			m.log.Debug("warm pool: no capacity to refill", "template", template, "retry_in", backoff)
-		default:
-			m.log.Warn("warm pool: create failed", "template", template, "failures", n, "retry_in", backoff, "err", err)
-		}
-		return
-	}
-	p.failures[template] = 0
-	p.idle[template] = append(p.idle[template], idleSandbox{id: id, ref: ref})
-	p.mu.Unlock()
-	m.event("pool_create")
-	m.log.Debug("warm pool: sandbox ready", "sandbox", id, "template", template, "ms", time.Since(start).Milliseconds())
-}
+func (m *Manager) PoolStatus(ctx context.Context) map[string][2]int { return m.pool.Status() }
 
 // createPooled creates an idle sandbox of template with the default
 // resources, persisted first so that a crash mid-create is cleaned up. It
@@ -300,11 +87,11 @@ func (m *Manager) createPooled(ctx context.Context, template string) (id, ref st
 	}
 	// The record of a default create, so that defaults applied by
 	// validate are those of a cold create.
-	rec, err := m.validate(api.CreateSandboxRequest{Template: template, TimeoutSeconds: int64(poolLease / time.Second)})
+	rec, err := m.validate(sandbox.CreateRequest{Template: template, TimeoutSeconds: int64(poolLease / time.Second)})
 	if err != nil {
 		return "", "", err
 	}
-	if ref, err = m.templateRef(poolOwner, rec.Template); err != nil {
+	if ref, err = m.templateRef(ctx, poolOwner, rec.Template); err != nil {
 		return "", "", err
 	}
 	rec.ID, rec.Owner, rec.State = newID(), poolOwner, sandbox.Creating
@@ -361,262 +148,4 @@ func (m *Manager) discardPooled(ctx context.Context, id string) {
 	m.release(id)
 	m.forget(id)
 	m.event("pool_discard")
-}
-
-// fromPool is Create's hook: it hands an idle pool sandbox to owner when
-// req (validated into want, its template resolved for owner to the
-// backend reference ref) can be applied to one. ok reports whether the
-// request was answered (with a sandbox or an error); when it is false the
-// caller creates a sandbox itself.
-func (m *Manager) fromPool(ctx context.Context, owner string, req api.CreateSandboxRequest, want *store.Record, ref string) (rec *store.Record, ok bool, err error) {
-	p := m.pool
-	if !p.enabled() {
-		return nil, false, nil
-	}
-	if p.sizes[want.Template] == 0 {
-		m.yieldForCreate(ctx, owner)
-		return nil, false, nil
-	}
-	def := m.cfg.Defaults
-	_, canUpdate := m.backend.(sandbox.Updater)
-	if !poolable(req) || want.Resources.DiskMiB != def.DiskMiB || (want.Resources != def && !canUpdate) {
-		m.event("pool_miss")
-		m.yieldForCreate(ctx, owner)
-		return nil, false, nil
-	}
-	id := p.take(want.Template, ref)
-	if id == "" {
-		m.event("pool_miss")
-		m.yieldForCreate(ctx, owner)
-		return nil, false, nil
-	}
-	// The sandbox's host slot passes to owner; it needs a per-key slot.
-	m.mu.Lock()
-	if m.cfg.MaxPerKey > 0 {
-		if n := m.ownedLocked(owner); n >= m.cfg.MaxPerKey {
-			m.mu.Unlock()
-			p.mu.Lock()
-			p.idle[want.Template] = append([]idleSandbox{{id: id, ref: ref}}, p.idle[want.Template]...)
-			p.mu.Unlock()
-			return nil, true, fmt.Errorf("%w: this key has %d sandboxes running (--max-sandboxes-per-key)", sandbox.ErrLimit, n)
-		}
-	}
-	m.live[id] = owner
-	m.mu.Unlock()
-	start := time.Now()
-	rec, err = m.handOut(ctx, id, owner, want)
-	if err != nil {
-		m.log.Warn("warm pool: hand-out failed; creating a new sandbox", "sandbox", id, "err", err)
-		m.mu.Lock()
-		m.live[id] = poolOwner
-		m.mu.Unlock()
-		m.discardPooled(context.WithoutCancel(ctx), id)
-		m.event("pool_miss")
-		return nil, false, nil
-	}
-	m.event("pool_hit")
-	m.event("create")
-	m.log.Info("sandbox created", "sandbox", rec.ID, "owner", owner, "template", rec.Template,
-		"runtime", rec.Runtime, "warm_pool", true, "ms", time.Since(start).Milliseconds())
-	return rec, true, nil
-}
-
-// poolable reports whether req asks only for what can be applied to a
-// warm sandbox: template, lease, env, metadata, resources (the disk size is
-// checked by the caller), on_timeout and max_cost_micros. Any other field
-// set (network policy, secrets, and fields added later) means a cold
-// create.
-func poolable(req api.CreateSandboxRequest) bool {
-	req.Template, req.TimeoutSeconds, req.Env, req.Metadata, req.Resources = "", 0, nil, nil, nil
-	req.OnTimeout, req.MaxCostMicros = "", 0
-	return reflect.ValueOf(req).IsZero()
-}
-
-// handOut applies want to the idle pool sandbox id and gives it to owner.
-func (m *Manager) handOut(ctx context.Context, id, owner string, want *store.Record) (*store.Record, error) {
-	unlock := m.lockID(id)
-	defer unlock()
-	if want.Resources != m.cfg.Defaults {
-		if err := m.backend.(sandbox.Updater).Update(ctx, id, want.Resources); err != nil {
-			return nil, fmt.Errorf("update resources: %w", err)
-		}
-	}
-	if len(want.Env) > 0 {
-		if err := m.agent.SetEnv(ctx, id, want.Env); err != nil {
-			return nil, fmt.Errorf("set env: %w", err)
-		}
-	}
-	now := time.Now().UTC()
-	lease := want.ExpiresAt.Sub(want.CreatedAt)
-	return m.store.Update(id, func(r *store.Record) error {
-		if r.Owner != poolOwner || r.State != sandbox.Running {
-			return fmt.Errorf("%w: pool sandbox %s is %s", sandbox.ErrConflict, id, r.State)
-		}
-		r.Owner, r.Metadata, r.Resources, r.Env = owner, want.Metadata, want.Resources, want.Env
-		r.TimeoutSeconds, r.OnTimeout, r.MaxCostMicros = want.TimeoutSeconds, want.OnTimeout, want.MaxCostMicros
-		r.CreatedAt, r.ExpiresAt = now, now.Add(lease)
-		r.Usage = store.Usage{SampledAt: now}
-		return nil
-	})
-}
-
-// ownedLocked counts owner's live sandboxes; m.mu is held.
-func (m *Manager) ownedLocked(owner string) int {
-	n := 0
-	for _, o := range m.live {
-		if o == owner {
-			n++
-		}
-	}
-	return n
-}
-
-// yieldForCreate makes room for owner's create that is about to be
-// admitted on a full host by destroying an idle pool sandbox (of the
-// fullest pool), and holds refills for a while so the room stays free.
-// Nothing is destroyed for a create the per-key limit refuses anyway.
-func (m *Manager) yieldForCreate(ctx context.Context, owner string) {
-	m.mu.Lock()
-	full := len(m.live) >= m.cfg.MaxSandboxes
-	atLimit := m.cfg.MaxPerKey > 0 && m.ownedLocked(owner) >= m.cfg.MaxPerKey
-	m.mu.Unlock()
-	if !full || atLimit {
-		return
-	}
-	p := m.pool
-	p.mu.Lock()
-	best := ""
-	for t, ids := range p.idle {
-		if len(ids) > 0 && (best == "" || len(ids) > len(p.idle[best])) {
-			best = t
-		}
-	}
-	var id string
-	if best != "" {
-		id = p.idle[best][0].id
-		p.idle[best] = p.idle[best][1:]
-	}
-	p.holdUntil = time.Now().Add(poolYieldHold)
-	p.mu.Unlock()
-	if id == "" {
-		return
-	}
-	m.log.Info("warm pool: making room for a create on a full host", "sandbox", id, "template", best)
-	m.discardPooled(context.WithoutCancel(ctx), id)
-}
-
-// reapPooled is the reaper's hook for a pool record (owner ""): it renews
-// the lease of idle sandboxes, recycles the dead, the old and those whose
-// template changed, and destroys orphans. It reports whether r was a pool
-// record.
-func (m *Manager) reapPooled(ctx context.Context, r *store.Record, now time.Time, checkLive bool) bool {
-	if r.Owner != poolOwner {
-		return false
-	}
-	p := m.pool
-	switch {
-	case !r.State.Live():
-		m.forget(r.ID)
-		return true
-	case r.State != sandbox.Running:
-		return true // being created
-	}
-	idle, isIdle := p.find(r.Template, r.ID)
-	if !isIdle {
-		// Being created or handed out, or (after a failed destroy) in no
-		// pool at all: the latter is destroyed once it is clearly not
-		// in flight.
-		if now.Sub(r.CreatedAt) > poolOrphanAge {
-			m.discardOrphan(ctx, r.ID)
-		}
-		return true
-	}
-	reason := ""
-	switch {
-	case now.Sub(r.CreatedAt) > poolMaxAge:
-		reason = "old"
-	case checkLive:
-		if ref, err := m.templateRef(poolOwner, r.Template); err != nil || ref != idle.ref {
-			reason = "template changed"
-		} else if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
-			reason = "exited"
-		}
-	}
-	if reason != "" {
-		if p.remove(r.Template, r.ID) {
-			m.log.Info("warm pool: recycling", "sandbox", r.ID, "template", r.Template, "reason", reason)
-			m.discardPooled(ctx, r.ID)
-			p.wake()
-		}
-		return true
-	}
-	if r.ExpiresAt.Sub(now) < poolLease/2 {
-		_, err := m.store.Update(r.ID, func(r *store.Record) error {
-			if r.Owner == poolOwner && r.State == sandbox.Running {
-				r.ExpiresAt = time.Now().UTC().Add(poolLease)
-			}
-			return nil
-		})
-		if err != nil {
-			m.log.Error("warm pool: renew lease", "sandbox", r.ID, "err", err)
-		}
-	}
-	return true
-}
-
-// discardOrphan destroys a running pool sandbox that is in no idle list,
-// unless it was handed out or put in the pool meanwhile (checked under
-// the sandbox's lock, which a hand-out holds until the owner is stored).
-func (m *Manager) discardOrphan(ctx context.Context, id string) {
-	unlock := m.lockID(id)
-	r, err := m.store.Get(id)
-	p := m.pool
-	orphan := err == nil && r.Owner == poolOwner
-	if orphan {
-		_, idle := p.find(r.Template, id)
-		orphan = !idle
-	}
-	unlock()
-	if orphan {
-		m.log.Warn("warm pool: destroying a pool sandbox that is in no pool", "sandbox", id)
-		m.discardPooled(ctx, id)
-	}
-}
-
-// recoverPool is Recover's hook: pool sandboxes are not re-adopted after a
-// restart. It destroys them, drops their records, and returns the other
-// records.
-func (m *Manager) recoverPool(ctx context.Context, recs []*store.Record) []*store.Record {
-	out := recs[:0:0]
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	n := 0
-	for _, r := range recs {
-		if r.Owner != poolOwner {
-			out = append(out, r)
-			continue
-		}
-		if !r.State.Live() {
-			m.store.Delete(r.ID)
-			continue
-		}
-		n++
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := m.backend.Destroy(ctx, r.ID); err != nil {
-				// The record stays; the orphan sweep below and the next
-				// start retry.
-				m.log.Error("recover: destroy pool sandbox", "sandbox", r.ID, "err", err)
-				return
-			}
-			m.store.Delete(r.ID)
-		}()
-	}
-	wg.Wait()
-	if n > 0 {
-		m.log.Info("recover: destroyed idle warm pool sandboxes (not re-adopted)", "count", n)
-	}
-	return out
 }

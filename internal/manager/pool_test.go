@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -147,7 +146,7 @@ func newPoolManager(t *testing.T, be sandbox.Backend, n int) (*Manager, *store.S
 	cfg.WarmPool = map[string]int{"base": n}
 	cfg.ReapInterval, cfg.LivenessInterval = 10*time.Millisecond, 10*time.Millisecond
 	cfg.MaxSandboxes = 10
-	m := New(cfg, st, be, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := New(cfg, Deps{Store: st, Backend: be, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := m.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -162,21 +161,15 @@ func newPoolManager(t *testing.T, be sandbox.Backend, n int) (*Manager, *store.S
 
 // idleIDs returns the ids of m's idle "base" pool sandboxes.
 func idleIDs(m *Manager) []string {
-	m.pool.mu.Lock()
-	defer m.pool.mu.Unlock()
-	var ids []string
-	for _, s := range m.pool.idle["base"] {
-		ids = append(ids, s.id)
-	}
-	return ids
+	return m.pool.Idle("base")
 }
 
 func waitIdle(t *testing.T, m *Manager, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for m.PoolStatus()["base"] != [2]int{n, 0} {
+	for m.PoolStatus(context.Background())["base"] != [2]int{n, 0} {
 		if time.Now().After(deadline) {
-			t.Fatalf("pool: %v, want %d idle", m.PoolStatus(), n)
+			t.Fatalf("pool: %v, want %d idle", m.PoolStatus(context.Background()), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -186,7 +179,7 @@ func TestPoolHandOut(t *testing.T) {
 	fb := newFakeBackend(t)
 	m, _, _ := newPoolManager(t, updBackend{fb}, 2)
 	ctx := context.Background()
-	rec, err := m.Create(ctx, "alice", api.CreateSandboxRequest{})
+	rec, err := m.Create(ctx, "alice", sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,14 +187,14 @@ func TestPoolHandOut(t *testing.T) {
 		rec.ExpiresAt.Sub(rec.CreatedAt) != 300*time.Second || time.Since(rec.CreatedAt) > time.Second {
 		t.Fatalf("default create: creates %d, %+v", fb.nCreates(), rec)
 	}
-	if got, err := m.Get("alice", rec.ID); err != nil || got.Owner != "alice" {
+	if got, err := m.Get(context.Background(), "alice", rec.ID); err != nil || got.Owner != "alice" {
 		t.Fatalf("get: %+v %v", got, err)
 	}
 
 	idle := idleIDs(m)
-	rec, err = m.Create(ctx, "alice", api.CreateSandboxRequest{
-		Resources: &api.Resources{MemoryMiB: 1024, PIDs: 64}, Env: map[string]string{"A": "1"},
-		Metadata: map[string]string{"k": "v"}, TimeoutSeconds: 60, OnTimeout: api.OnTimeoutPause, MaxCostMicros: 1e9,
+	rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{
+		Resources: sandbox.Resources{MemoryMiB: 1024, PIDs: 64}, Env: map[string]string{"A": "1"},
+		Metadata: map[string]string{"k": "v"}, TimeoutSeconds: 60, OnTimeout: sandbox.OnTimeoutPause, MaxCostMicros: 1e9,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +204,7 @@ func TestPoolHandOut(t *testing.T) {
 	fb.mu.Unlock()
 	want := sandbox.Resources{VCPUs: 1, MemoryMiB: 1024, DiskMiB: 1024, PIDs: 64}
 	if upd != want || !reflect.DeepEqual(env, map[string]string{"A": "1"}) || rec.Resources != want ||
-		rec.Metadata["k"] != "v" || rec.OnTimeout != api.OnTimeoutPause || rec.MaxCostMicros != 1e9 ||
+		rec.Metadata["k"] != "v" || rec.OnTimeout != sandbox.OnTimeoutPause || rec.MaxCostMicros != 1e9 ||
 		rec.TimeoutSeconds != 60 || rec.ExpiresAt.Sub(rec.CreatedAt) != 60*time.Second || rec.Env["A"] != "1" {
 		t.Fatalf("custom create: update %+v env %v record %+v", upd, env, rec)
 	}
@@ -220,7 +213,7 @@ func TestPoolHandOut(t *testing.T) {
 	}
 
 	// Another disk size: cold, with the request's spec.
-	rec, err = m.Create(ctx, "alice", api.CreateSandboxRequest{Resources: &api.Resources{DiskMiB: 100}, Env: map[string]string{"B": "2"}})
+	rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{Resources: sandbox.Resources{DiskMiB: 100}, Env: map[string]string{"B": "2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +222,7 @@ func TestPoolHandOut(t *testing.T) {
 		t.Fatalf("cold create spec: %+v", spec)
 	}
 	// Another template (not pooled): cold.
-	if rec, err = m.Create(ctx, "alice", api.CreateSandboxRequest{Template: "other"}); err != nil || fb.spec(rec.ID).Template != "other" {
+	if rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{Template: "other"}); err != nil || fb.spec(rec.ID).Template != "other" {
 		t.Fatalf("other template: %+v %v", rec, err)
 	}
 	waitIdle(t, m, 2)
@@ -237,7 +230,7 @@ func TestPoolHandOut(t *testing.T) {
 		t.Fatalf("4 sandboxes + pool of 2, live: %d", n)
 	}
 	// Pool sandboxes are not alice's.
-	if l, _, _ := m.List("alice", Filter{}); len(l) != 4 {
+	if l, _, _ := m.List(context.Background(), "alice", Filter{}); len(l) != 4 {
 		t.Fatalf("alice lists %d sandboxes", len(l))
 	}
 }
@@ -246,7 +239,7 @@ func TestPoolFallbacks(t *testing.T) {
 	t.Run("no updater", func(t *testing.T) {
 		fb := newFakeBackend(t)
 		m, _, _ := newPoolManager(t, fb, 1)
-		rec, err := m.Create(context.Background(), "alice", api.CreateSandboxRequest{Resources: &api.Resources{MemoryMiB: 256}})
+		rec, err := m.Create(context.Background(), "alice", sandbox.CreateRequest{Resources: sandbox.Resources{MemoryMiB: 256}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +248,7 @@ func TestPoolFallbacks(t *testing.T) {
 		}
 		// Env alone needs no updater.
 		idle := idleIDs(m)
-		rec, err = m.Create(context.Background(), "alice", api.CreateSandboxRequest{Env: map[string]string{"X": "y"}})
+		rec, err = m.Create(context.Background(), "alice", sandbox.CreateRequest{Env: map[string]string{"X": "y"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +263,7 @@ func TestPoolFallbacks(t *testing.T) {
 		fb.mu.Lock()
 		pooled := fb.creates[0].ID
 		fb.mu.Unlock()
-		rec, err := m.Create(context.Background(), "alice", api.CreateSandboxRequest{Resources: &api.Resources{MemoryMiB: 256}})
+		rec, err := m.Create(context.Background(), "alice", sandbox.CreateRequest{Resources: sandbox.Resources{MemoryMiB: 256}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,17 +285,17 @@ func TestPoolFallbacks(t *testing.T) {
 func TestPoolable(t *testing.T) {
 	applied := map[string]bool{"Template": true, "TimeoutSeconds": true, "Env": true, "Metadata": true,
 		"Resources": true, "OnTimeout": true, "MaxCostMicros": true}
-	if !poolable(api.CreateSandboxRequest{Template: "base", TimeoutSeconds: 5, Env: map[string]string{"a": "b"},
-		Metadata: map[string]string{"a": "b"}, Resources: &api.Resources{MemoryMiB: 5}, OnTimeout: "pause", MaxCostMicros: 5}) {
+	if !poolable(sandbox.CreateRequest{Template: "base", TimeoutSeconds: 5, Env: map[string]string{"a": "b"},
+		Metadata: map[string]string{"a": "b"}, Resources: sandbox.Resources{MemoryMiB: 5}, OnTimeout: "pause", MaxCostMicros: 5}) {
 		t.Fatal("applicable request refused")
 	}
-	typ := reflect.TypeFor[api.CreateSandboxRequest]()
+	typ := reflect.TypeFor[sandbox.CreateRequest]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if applied[f.Name] {
 			continue
 		}
-		var req api.CreateSandboxRequest
+		var req sandbox.CreateRequest
 		v := reflect.ValueOf(&req).Elem().Field(i)
 		switch v.Kind() {
 		case reflect.Pointer:
@@ -371,7 +364,7 @@ func TestPoolReaper(t *testing.T) {
 func TestPoolRecover(t *testing.T) {
 	fb := newFakeBackend(t)
 	m, st, stop := newPoolManager(t, fb, 2)
-	user, err := m.Create(context.Background(), "alice", api.CreateSandboxRequest{})
+	user, err := m.Create(context.Background(), "alice", sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +376,7 @@ func TestPoolRecover(t *testing.T) {
 	st.Put(half)
 	fb.Create(context.Background(), sandbox.Spec{ID: half.ID, Template: "base"})
 
-	m2 := New(m.cfg, st, fb, m.log)
+	m2 := New(m.cfg, Deps{Store: st, Backend: fb, Log: m.log})
 	if err := m2.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -402,26 +395,6 @@ func TestPoolRecover(t *testing.T) {
 	fb.mu.Unlock()
 	if len(live) != 1 || live[0] != user.ID {
 		t.Fatalf("live after recover: %v", live)
-	}
-}
-
-// TestPoolTakeRef: a hand-out takes only a sandbox made from the
-// caller's version of the template (another key's private template of the
-// same name, or a template rebuilt since, resolve to another reference).
-func TestPoolTakeRef(t *testing.T) {
-	p := newPool(map[string]int{"py": 2})
-	p.idle["py"] = []idleSandbox{{id: "a", ref: "@old"}, {id: "b", ref: "@new"}}
-	if id := p.take("py", "@mine"); id != "" {
-		t.Fatalf("took %q for another reference", id)
-	}
-	if id := p.take("py", "@new"); id != "b" {
-		t.Fatalf("took %q, want b", id)
-	}
-	if id := p.take("py", "@new"); id != "" {
-		t.Fatalf("took %q twice", id)
-	}
-	if _, ok := p.find("py", "a"); !ok || p.remove("py", "b") || !p.remove("py", "a") {
-		t.Fatal("find/remove")
 	}
 }
 

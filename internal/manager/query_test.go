@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 )
@@ -14,9 +13,9 @@ import (
 // TestSetTimeout: a running sandbox's lease moves; an ended one's cannot.
 func TestSetTimeout(t *testing.T) {
 	tm := newTestManager(t)
-	rec := tm.create("alice", api.CreateSandboxRequest{TimeoutSeconds: 60})
+	rec := tm.create("alice", sandbox.CreateRequest{TimeoutSeconds: 60})
 	before := time.Now()
-	r, err := tm.m.SetTimeout("alice", rec.ID, 3600)
+	r, err := tm.m.SetTimeout(context.Background(), "alice", rec.ID, 3600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,14 +31,14 @@ func TestSetTimeout(t *testing.T) {
 		{"alice", -1, sandbox.ErrInvalid},
 		{"alice", int64(tm.cfg.MaxTimeout/time.Second) + 1, sandbox.ErrInvalid},
 	} {
-		if _, err := tm.m.SetTimeout(tc.owner, rec.ID, tc.seconds); !errors.Is(err, tc.want) {
+		if _, err := tm.m.SetTimeout(context.Background(), tc.owner, rec.ID, tc.seconds); !errors.Is(err, tc.want) {
 			t.Errorf("SetTimeout(%s, %d): %v, want %v", tc.owner, tc.seconds, err, tc.want)
 		}
 	}
 	if err := tm.m.Delete(context.Background(), "alice", rec.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tm.m.SetTimeout("alice", rec.ID, 60); !errors.Is(err, sandbox.ErrConflict) {
+	if _, err := tm.m.SetTimeout(context.Background(), "alice", rec.ID, 60); !errors.Is(err, sandbox.ErrConflict) {
 		t.Errorf("SetTimeout of an ended sandbox: %v, want ErrConflict", err)
 	}
 }
@@ -53,9 +52,9 @@ func TestList(t *testing.T) {
 		if i == 2 {
 			md["team"] = "b"
 		}
-		ids = append(ids, tm.create("alice", api.CreateSandboxRequest{Metadata: md}).ID)
+		ids = append(ids, tm.create("alice", sandbox.CreateRequest{Metadata: md}).ID)
 	}
-	tm.create("bob", api.CreateSandboxRequest{})
+	tm.create("bob", sandbox.CreateRequest{})
 	if err := tm.m.Delete(context.Background(), "alice", ids[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestList(t *testing.T) {
 		{"metadata", manager.Filter{State: "all", Metadata: map[string]string{"team": "a"}}, ids[:2]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, next, err := tm.m.List("alice", tc.f)
+			recs, next, err := tm.m.List(context.Background(), "alice", tc.f)
 			if err != nil || next != "" {
 				t.Fatalf("List: %v, next %q", err, next)
 			}
@@ -82,7 +81,7 @@ func TestList(t *testing.T) {
 	var paged []string
 	f := manager.Filter{State: "all", Limit: 2}
 	for range 3 {
-		recs, next, err := tm.m.List("alice", f)
+		recs, next, err := tm.m.List(context.Background(), "alice", f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +94,7 @@ func TestList(t *testing.T) {
 	if !equalSet(paged, ids) || len(paged) != len(ids) {
 		t.Errorf("pages gave %v, want each of %v once", paged, ids)
 	}
-	if _, _, err := tm.m.List("alice", manager.Filter{Cursor: "garbage"}); !errors.Is(err, sandbox.ErrInvalid) {
+	if _, _, err := tm.m.List(context.Background(), "alice", manager.Filter{Cursor: "garbage"}); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Errorf("bad cursor: %v, want ErrInvalid", err)
 	}
 }
@@ -103,7 +102,7 @@ func TestList(t *testing.T) {
 // TestMetrics: a sample reports the backend's counters.
 func TestMetrics(t *testing.T) {
 	tm := newTestManager(t)
-	rec := tm.create("alice", api.CreateSandboxRequest{})
+	rec := tm.create("alice", sandbox.CreateRequest{})
 	st := sandbox.Stats{CPUSeconds: 12, MemoryBytes: 100 << 20, MemoryPeakBytes: 200 << 20, DiskBytes: 5 << 20, NetRxBytes: 7, NetTxBytes: 9, PIDs: 3}
 	if err := tm.backend.Host().SetStats(rec.ID, st); err != nil {
 		t.Fatal(err)
@@ -113,7 +112,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m.CPUSeconds != 12 || m.MemoryBytes != st.MemoryBytes || m.MemoryPeakBytes != st.MemoryPeakBytes ||
-		m.DiskBytes != st.DiskBytes || m.NetworkRxBytes != 7 || m.NetworkTxBytes != 9 || m.PIDs != 3 || m.CostMicros <= 0 {
+		m.DiskBytes != st.DiskBytes || m.NetRxBytes != 7 || m.NetTxBytes != 9 || m.PIDs != 3 || m.CostMicros <= 0 {
 		t.Errorf("metrics %+v from stats %+v", m, st)
 	}
 	if _, err := tm.m.Metrics(context.Background(), "bob", rec.ID); !errors.Is(err, sandbox.ErrNotFound) {

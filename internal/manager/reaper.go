@@ -94,7 +94,7 @@ func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, r
 // are marked stopped and cleaned up, and old records are pruned. It works
 // from the store, not from timers, so a restart loses nothing.
 func (m *Manager) Run(ctx context.Context) {
-	m.startPool(ctx)
+	m.pool.Start(ctx)
 	tick := time.NewTicker(m.cfg.ReapInterval)
 	defer tick.Stop()
 	var lastLiveness time.Time
@@ -171,7 +171,7 @@ type Filter struct {
 // List returns owner's sandboxes matching f, oldest first, and the cursor
 // of the next page ("" on the last page). A cursor names the creation
 // time and id of the last sandbox returned.
-func (m *Manager) List(owner string, f Filter) ([]*store.Record, string, error) {
+func (m *Manager) List(ctx context.Context, owner string, f Filter) ([]*store.Record, string, error) {
 	recs, err := m.store.All()
 	if err != nil {
 		return nil, "", err
@@ -236,7 +236,7 @@ func States() []string {
 }
 
 // CountByState counts the sandboxes on record by state.
-func (m *Manager) CountByState() (map[string]int, error) {
+func (m *Manager) CountByState(ctx context.Context) (map[string]int, error) {
 	recs, err := m.store.All()
 	if err != nil {
 		return nil, err

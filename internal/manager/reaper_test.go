@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -16,19 +15,19 @@ import (
 func TestReaper(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		req    api.CreateSandboxRequest
+		req    sandbox.CreateRequest
 		prep   func(tm *testManager, id string)
 		state  sandbox.State
 		reason string
 		onHost bool
 	}{
-		{"lease expired", api.CreateSandboxRequest{},
+		{"lease expired", sandbox.CreateRequest{},
 			func(tm *testManager, id string) { tm.expire(id) },
 			sandbox.Terminated, "expired", false},
-		{"lease expired, on_timeout pause", api.CreateSandboxRequest{OnTimeout: api.OnTimeoutPause},
+		{"lease expired, on_timeout pause", sandbox.CreateRequest{OnTimeout: sandbox.OnTimeoutPause},
 			func(tm *testManager, id string) { tm.expire(id) },
 			sandbox.Paused, "expired", true},
-		{"pause retention expired", api.CreateSandboxRequest{},
+		{"pause retention expired", sandbox.CreateRequest{},
 			func(tm *testManager, id string) {
 				if _, err := tm.m.Pause(context.Background(), "alice", id); err != nil {
 					tm.t.Fatal(err)
@@ -36,14 +35,14 @@ func TestReaper(t *testing.T) {
 				tm.expire(id)
 			},
 			sandbox.Terminated, "expired while paused", false},
-		{"died", api.CreateSandboxRequest{},
+		{"died", sandbox.CreateRequest{},
 			func(tm *testManager, id string) {
 				if err := tm.backend.Host().Kill(id); err != nil {
 					tm.t.Fatal(err)
 				}
 			},
 			sandbox.Stopped, "exited", false},
-		{"over its cost limit", api.CreateSandboxRequest{MaxCostMicros: 2000},
+		{"over its cost limit", sandbox.CreateRequest{MaxCostMicros: 2000},
 			func(tm *testManager, id string) {
 				// An hour of CPU costs far more than 2000 micros.
 				if err := tm.backend.Host().SetStats(id, sandbox.Stats{CPUSeconds: 3600, MemoryBytes: 1 << 20, PIDs: 1}); err != nil {
@@ -55,7 +54,7 @@ func TestReaper(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tm := newTestManager(t)
 			rec := tm.create("alice", tc.req)
-			keep := tm.create("alice", api.CreateSandboxRequest{}) // must be left alone
+			keep := tm.create("alice", sandbox.CreateRequest{}) // must be left alone
 			tc.prep(tm, rec.ID)
 			tm.runReaper()
 			r := tm.waitState(rec.ID, tc.state)
@@ -76,8 +75,8 @@ func TestReaper(t *testing.T) {
 // has passed since they ended, not before.
 func TestReaperPrunesEnded(t *testing.T) {
 	tm := newTestManager(t)
-	old := tm.create("alice", api.CreateSandboxRequest{})
-	recent := tm.create("alice", api.CreateSandboxRequest{})
+	old := tm.create("alice", sandbox.CreateRequest{})
+	recent := tm.create("alice", sandbox.CreateRequest{})
 	for _, id := range []string{old.ID, recent.ID} {
 		if err := tm.m.Delete(context.Background(), "alice", id); err != nil {
 			t.Fatal(err)

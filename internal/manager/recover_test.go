@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/backend/fake"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
@@ -19,14 +18,14 @@ import (
 func TestRecover(t *testing.T) {
 	tm := newTestManager(t)
 	ctx := context.Background()
-	live := tm.create("alice", api.CreateSandboxRequest{})
-	paused := tm.create("alice", api.CreateSandboxRequest{})
+	live := tm.create("alice", sandbox.CreateRequest{})
+	paused := tm.create("alice", sandbox.CreateRequest{})
 	if _, err := tm.m.Pause(ctx, "alice", paused.ID); err != nil {
 		t.Fatal(err)
 	}
-	died := tm.create("bob", api.CreateSandboxRequest{})
-	expired := tm.create("bob", api.CreateSandboxRequest{})
-	pauseAtEnd := tm.create("carol", api.CreateSandboxRequest{OnTimeout: api.OnTimeoutPause})
+	died := tm.create("bob", sandbox.CreateRequest{})
+	expired := tm.create("bob", sandbox.CreateRequest{})
+	pauseAtEnd := tm.create("carol", sandbox.CreateRequest{OnTimeout: sandbox.OnTimeoutPause})
 
 	// While the daemon is down: one sandbox dies, two leases end, a
 	// create was cut short (persisted as creating, started on the host)
@@ -79,7 +78,7 @@ func TestRecover(t *testing.T) {
 	}
 
 	// The re-adopted sandboxes are reachable and hold their slots.
-	if _, err := tm.m.Running("alice", live.ID); err != nil {
+	if _, err := tm.m.Running(context.Background(), "alice", live.ID); err != nil {
 		t.Errorf("re-adopted sandbox: %v", err)
 	}
 	if err := tm.m.Agent().Health(ctx, live.ID); err != nil {
@@ -89,10 +88,10 @@ func TestRecover(t *testing.T) {
 		t.Errorf("resume after restart: %v", err)
 	}
 	// 3 re-adopted + 3 new fill the host.
-	tm.create("alice", api.CreateSandboxRequest{})
-	tm.create("bob", api.CreateSandboxRequest{})
-	tm.create("bob", api.CreateSandboxRequest{})
-	if _, err := tm.m.Create(ctx, "dave", api.CreateSandboxRequest{}); !errors.Is(err, sandbox.ErrNoCapacity) {
+	tm.create("alice", sandbox.CreateRequest{})
+	tm.create("bob", sandbox.CreateRequest{})
+	tm.create("bob", sandbox.CreateRequest{})
+	if _, err := tm.m.Create(ctx, "dave", sandbox.CreateRequest{}); !errors.Is(err, sandbox.ErrNoCapacity) {
 		t.Errorf("re-adopted sandboxes do not count against the host's limit: %v", err)
 	}
 }
@@ -101,7 +100,7 @@ func TestRecover(t *testing.T) {
 // recovery fails rather than guessing, and changes no record.
 func TestRecoverBackendDown(t *testing.T) {
 	tm := newTestManager(t)
-	rec := tm.create("alice", api.CreateSandboxRequest{})
+	rec := tm.create("alice", sandbox.CreateRequest{})
 	tm.backend = tm.backend.Restart()
 	tm.backend.Fail(fake.OpList, errors.New("runtime state unreadable"))
 	if err := tm.newManager().Recover(context.Background()); err == nil {

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -27,7 +27,7 @@ var hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])
 
 // PutSecret stores owner's secret. Its name is also the env var a sandbox
 // sees, so it must be a valid variable name.
-func (m *Manager) PutSecret(owner string, req api.CreateSecretRequest) (*api.Secret, error) {
+func (m *Manager) PutSecret(ctx context.Context, owner string, req sandbox.Secret) (*sandbox.SecretInfo, error) {
 	if !secretName.MatchString(req.Name) {
 		return nil, fmt.Errorf("%w: secret name must be an env var name ([A-Za-z_][A-Za-z0-9_]*, at most 64)", sandbox.ErrInvalid)
 	}
@@ -61,25 +61,25 @@ func (m *Manager) PutSecret(owner string, req api.CreateSecretRequest) (*api.Sec
 	if err := m.store.PutSecret(rec); err != nil {
 		return nil, err
 	}
-	return &api.Secret{Name: rec.Name, Hosts: rec.Hosts, CreatedAt: rec.CreatedAt}, nil
+	return &sandbox.SecretInfo{Name: rec.Name, Hosts: rec.Hosts, CreatedAt: rec.CreatedAt}, nil
 }
 
 // Secrets lists owner's secrets without their values.
-func (m *Manager) Secrets(owner string) ([]api.Secret, error) {
+func (m *Manager) Secrets(ctx context.Context, owner string) ([]sandbox.SecretInfo, error) {
 	recs, err := m.store.Secrets(owner)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]api.Secret, 0, len(recs))
+	out := make([]sandbox.SecretInfo, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, api.Secret{Name: r.Name, Hosts: r.Hosts, CreatedAt: r.CreatedAt})
+		out = append(out, sandbox.SecretInfo{Name: r.Name, Hosts: r.Hosts, CreatedAt: r.CreatedAt})
 	}
 	return out, nil
 }
 
 // DeleteSecret removes owner's secret; sandboxes already using it stop
 // getting it substituted.
-func (m *Manager) DeleteSecret(owner, name string) error {
+func (m *Manager) DeleteSecret(ctx context.Context, owner, name string) error {
 	return m.store.DeleteSecret(owner, name)
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -22,7 +21,7 @@ const (
 )
 
 // validate turns a create request into a record with defaults applied.
-func (m *Manager) validate(req api.CreateSandboxRequest) (*store.Record, error) {
+func (m *Manager) validate(req sandbox.CreateRequest) (*store.Record, error) {
 	tpl := req.Template
 	if tpl == "" {
 		tpl = "base"
@@ -65,10 +64,10 @@ func (m *Manager) validate(req api.CreateSandboxRequest) (*store.Record, error) 
 	}
 	switch req.OnTimeout {
 	case "":
-		req.OnTimeout = api.OnTimeoutKill
-	case api.OnTimeoutKill, api.OnTimeoutPause:
+		req.OnTimeout = sandbox.OnTimeoutKill
+	case sandbox.OnTimeoutKill, sandbox.OnTimeoutPause:
 	default:
-		return nil, fmt.Errorf("%w: on_timeout must be %q or %q", sandbox.ErrInvalid, api.OnTimeoutKill, api.OnTimeoutPause)
+		return nil, fmt.Errorf("%w: on_timeout must be %q or %q", sandbox.ErrInvalid, sandbox.OnTimeoutKill, sandbox.OnTimeoutPause)
 	}
 	if req.MaxCostMicros < 0 {
 		return nil, fmt.Errorf("%w: max_cost_micros must not be negative", sandbox.ErrInvalid)
@@ -105,11 +104,8 @@ func (m *Manager) timeout(seconds int64) (time.Duration, error) {
 }
 
 // resources applies defaults and checks bounds.
-func (m *Manager) resources(r *api.Resources) (sandbox.Resources, error) {
+func (m *Manager) resources(r sandbox.Resources) (sandbox.Resources, error) {
 	out := m.cfg.Defaults
-	if r == nil {
-		return out, nil
-	}
 	if r.VCPUs != 0 {
 		out.VCPUs = r.VCPUs
 	}

@@ -74,7 +74,7 @@ func newTestServer(t *testing.T) *testServer {
 
 	cfg := manager.DefaultConfig()
 	cfg.MaxSandboxes, cfg.MaxPerKey = testMaxSandboxes, testMaxPerKey
-	mgr := manager.New(cfg, st, ts.backend, log)
+	mgr := manager.New(cfg, manager.Deps{Store: st, Backend: ts.backend, Log: log})
 	if err := mgr.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}

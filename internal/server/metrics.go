@@ -65,7 +65,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	counts, err := s.mgr.CountByState()
+	counts, err := s.mgr.CountByState(r.Context())
 	if err == nil {
 		m.states.Reset()
 		for state, n := range counts {

@@ -50,7 +50,7 @@ func (s *Server) validPortToken(tok, id string, port int) bool {
 // listPorts answers GET /v1/sandboxes/{id}/ports.
 func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, owner string) error {
 	id := r.PathValue("id")
-	if _, err := s.mgr.Running(owner, id); err != nil {
+	if _, err := s.mgr.Running(r.Context(), owner, id); err != nil {
 		return err
 	}
 	ports, err := s.agent.Ports(r.Context(), id)
@@ -94,7 +94,7 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
 	}
 	authorized := false
 	if owner, ok := s.auth(r); ok {
-		if _, err := s.mgr.Get(owner, id); err != nil {
+		if _, err := s.mgr.Get(r.Context(), owner, id); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -115,7 +115,7 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: an API key or a signed port URL is required", sandbox.ErrUnauthorized))
 		return
 	}
-	if _, err := s.mgr.RunningAny(id); err != nil {
+	if _, err := s.mgr.RunningAny(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}

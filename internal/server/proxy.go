@@ -33,28 +33,8 @@ func agentErr(r *http.Request, err error) error {
 // running checks that the {id} of r is owner's running sandbox.
 func (s *Server) running(r *http.Request, owner string) (string, error) {
 	id := r.PathValue("id")
-	_, err := s.mgr.Running(owner, id)
+	_, err := s.mgr.Running(r.Context(), owner, id)
 	return id, err
-}
-
-// proxyPlain serves the process and file routes whose request is small:
-// it dispatches on the route's pattern to their typed handlers.
-func (s *Server) proxyPlain(w http.ResponseWriter, r *http.Request, owner string) error {
-	h, ok := map[string]handlerFunc{
-		"GET /v1/sandboxes/{id}/processes":                  s.listProcesses,
-		"GET /v1/sandboxes/{id}/processes/{process}":        s.getProcess,
-		"POST /v1/sandboxes/{id}/processes/{process}/wait":  s.waitProcess,
-		"GET /v1/sandboxes/{id}/processes/{process}/output": s.processOutput,
-		"POST /v1/sandboxes/{id}/processes/{process}/kill":  s.killProcess,
-		"DELETE /v1/sandboxes/{id}/files":                   s.deleteFile,
-		"GET /v1/sandboxes/{id}/files/list":                 s.listFiles,
-		"GET /v1/sandboxes/{id}/files/stat":                 s.statFile,
-		"POST /v1/sandboxes/{id}/files/mkdir":               s.mkdir,
-	}[r.Pattern]
-	if !ok {
-		return fmt.Errorf("%w: no route %s %s", sandbox.ErrNotFound, r.Method, r.URL.Path)
-	}
-	return h(w, r, owner)
 }
 
 // exec runs a command to its end: one JSON result, or NDJSON events with

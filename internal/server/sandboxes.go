@@ -47,7 +47,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, owner str
 		return err
 	}
 	start := time.Now()
-	rec, err := s.mgr.Create(r.Context(), owner, req)
+	rec, err := s.mgr.Create(r.Context(), owner, createRequest(req))
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request, owner str
 			f.Metadata[strings.TrimSuffix(mk, "]")] = v[0]
 		}
 	}
-	recs, next, err := s.mgr.List(owner, f)
+	recs, next, err := s.mgr.List(r.Context(), owner, f)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request, owner str
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
-	rec, err := s.mgr.Get(owner, r.PathValue("id"))
+	rec, err := s.mgr.Get(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, owner string
 	if req.TimeoutSeconds <= 0 {
 		return fmt.Errorf("%w: timeout_seconds must be positive", sandbox.ErrInvalid)
 	}
-	rec, err := s.mgr.SetTimeout(owner, r.PathValue("id"), req.TimeoutSeconds)
+	rec, err := s.mgr.SetTimeout(r.Context(), owner, r.PathValue("id"), req.TimeoutSeconds)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Server) sandboxMetrics(w http.ResponseWriter, r *http.Request, owner st
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, metrics(m))
 	return nil
 }
 
@@ -166,10 +166,10 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request, owner string) err
 			*p.dst = t
 		}
 	}
-	u, err := s.mgr.Usage(owner, from, to)
+	u, err := s.mgr.Usage(r.Context(), owner, from, to)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, u)
+	writeJSON(w, http.StatusOK, usage(u))
 	return nil
 }

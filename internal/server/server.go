@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
+	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 	"github.com/paddock-sandbox/paddock/tooluse/mcp"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	// PortKey signs port URLs (see PortKey); without it only API keys
 	// reach sandbox ports.
 	PortKey []byte
+	// Templates serves /v1/templates and snapshots; nil: templates are
+	// not enabled (501).
+	Templates *catalog.Builder
 	// MCP configures /v1/mcp (see mcp.go).
 	MCP MCPConfig
 }
@@ -63,7 +67,7 @@ type Server struct {
 // New returns the API server.
 func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *Server {
 	if cfg.MaxFileBytes <= 0 {
-		cfg.MaxFileBytes = 100 << 20
+		cfg.MaxFileBytes = api.DefaultMaxFileBytes
 	}
 	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
 	s.portTransport = &http.Transport{

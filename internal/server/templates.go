@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/paddock-sandbox/paddock/api"
-	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/template"
+	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 )
 
 // Limits on template requests.
@@ -25,8 +25,8 @@ const (
 	maxContextFiles = 20000
 )
 
-func (s *Server) templates() (*manager.Templates, error) {
-	t := s.mgr.Templates()
+func (s *Server) templates() (*catalog.Builder, error) {
+	t := s.cfg.Templates
 	if t == nil {
 		return nil, fmt.Errorf("%w: templates are not enabled on this daemon", sandbox.ErrNotSupported)
 	}
@@ -38,11 +38,11 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	list := t.List(owner)
-	if list == nil {
-		list = []api.Template{}
+	out := api.ListTemplatesResponse{Templates: []api.Template{}}
+	for _, tpl := range t.List(r.Context(), owner) {
+		out.Templates = append(out.Templates, templateAPI(&tpl))
 	}
-	writeJSON(w, http.StatusOK, api.ListTemplatesResponse{Templates: list})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -51,11 +51,11 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
-	tpl, err := t.Get(owner, r.PathValue("name"))
+	tpl, err := t.Get(r.Context(), owner, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tpl)
+	writeJSON(w, http.StatusOK, templateAPI(tpl))
 	return nil
 }
 
@@ -130,13 +130,20 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 		}
 	}
 	if !strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		tpl, err := t.CreateTemplate(r.Context(), owner, req, bc, nil)
+		tpl, err := t.CreateTemplate(r.Context(), owner, buildRequest(req), bc, nil)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusCreated, tpl)
+		writeJSON(w, http.StatusCreated, templateAPI(tpl))
 		return nil
 	}
+	s.streamBuild(w, r, t, owner, buildRequest(req), bc)
+	return nil
+}
+
+// streamBuild runs a build, answering with its progress as NDJSON
+// BuildEvents; an error ends the stream as an error event.
+func (s *Server) streamBuild(w http.ResponseWriter, r *http.Request, t *catalog.Builder, owner string, req catalog.BuildRequest, bc template.BuildContext) {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
@@ -146,14 +153,14 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 		enc.Encode(ev)
 		rc.Flush()
 	}
-	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, emit); err != nil {
+	progress := func(ev catalog.BuildEvent) { emit(buildEventAPI(ev)) }
+	if _, err := t.CreateTemplate(r.Context(), owner, req, bc, progress); err != nil {
 		code, st := classify(err)
 		if st >= 500 {
 			s.log.Error("template build failed", "err", err)
 		}
 		emit(api.BuildEvent{Type: api.BuildEventError, Error: &api.ErrorBody{Code: code, Message: err.Error()}})
 	}
-	return nil
 }
 
 // templateErr maps the build-context errors of package template.
@@ -180,6 +187,6 @@ func (s *Server) snapshotSandbox(w http.ResponseWriter, r *http.Request, owner s
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, tpl)
+	writeJSON(w, http.StatusCreated, templateAPI(tpl))
 	return nil
 }

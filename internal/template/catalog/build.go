@@ -1,11 +1,9 @@
-package manager
+package catalog
 
 import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
-	"github.com/paddock-sandbox/paddock/internal/store"
 	"github.com/paddock-sandbox/paddock/internal/template"
 )
 
@@ -32,9 +29,9 @@ const (
 // or built from a recipe or a Dockerfile (whose COPY and ADD read bc, or
 // req.Context when bc is nil). emit, if not nil, receives the build's
 // progress events; the error, if any, is returned and not emitted.
-func (t *Templates) CreateTemplate(ctx context.Context, owner string, req api.CreateTemplateRequest, bc template.BuildContext, emit func(api.BuildEvent)) (*api.Template, error) {
+func (t *Builder) CreateTemplate(ctx context.Context, owner string, req BuildRequest, bc template.BuildContext, emit func(BuildEvent)) (*Template, error) {
 	if emit == nil {
-		emit = func(api.BuildEvent) {}
+		emit = func(BuildEvent) {}
 	}
 	name, tag, err := t.checkNewName(req.Name)
 	if err != nil {
@@ -50,32 +47,25 @@ func (t *Templates) CreateTemplate(ctx context.Context, owner string, req api.Cr
 		return nil, fmt.Errorf("%w: set exactly one of from, recipe and dockerfile", sandbox.ErrInvalid)
 	}
 	if req.From != nil {
-		emit(api.BuildEvent{Type: api.BuildEventStep, Steps: 0, Instruction: "IMPORT " + describeAPISource(req.From)})
+		emit(BuildEvent{Type: EventStep, Steps: 0, Instruction: "IMPORT " + describeAPISource(req.From)})
 		start := time.Now()
 		tpl, err := t.importSource(ctx, owner, name, tag, req.From)
 		if err == nil {
-			emit(api.BuildEvent{Type: api.BuildEventDone, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
+			emit(BuildEvent{Type: EventDone, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
 		}
 		return tpl, err
 	}
-	o := buildOpts{timeout: defaultStepTimeout, noCache: req.NoCache, network: store.NetworkPolicy{Mode: api.NetworkOff}}
-	if o.res, err = t.m.resources(req.Resources); err != nil {
-		return nil, err
-	}
-	if req.Network != nil {
-		if err := t.m.validateNetwork(owner, api.CreateSandboxRequest{Network: req.Network}, &store.Record{}); err != nil {
-			return nil, err
-		}
-		o.network = store.NetworkPolicy{Mode: req.Network.Mode, Allow: req.Network.Allow, Deny: req.Network.Deny}
-		if o.network.Mode == "" {
-			o.network.Mode = api.NetworkOff
-		}
-	}
+	o := buildOpts{timeout: defaultStepTimeout, noCache: req.NoCache}
 	if s := req.StepTimeoutSeconds; s != 0 {
-		if s < 0 || time.Duration(s)*time.Second > t.m.cfg.MaxTimeout {
-			return nil, fmt.Errorf("%w: step_timeout_seconds must be between 1 and %d", sandbox.ErrInvalid, int64(t.m.cfg.MaxTimeout.Seconds()))
-		}
 		o.timeout = time.Duration(s) * time.Second
+		if s < 0 {
+			o.timeout = -1
+		}
+	}
+	o.spec, err = t.sb.CheckBuild(ctx, owner, BuildSpec{Resources: req.Resources,
+		Network: req.Network, StepTimeout: o.timeout})
+	if err != nil {
+		return nil, err
 	}
 	recipe, source := req.Recipe, ""
 	if req.Dockerfile != "" {
@@ -89,7 +79,7 @@ func (t *Templates) CreateTemplate(ctx context.Context, owner string, req api.Cr
 			return nil, storeErr(err)
 		}
 		for _, w := range df.Warnings {
-			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stderr", Output: "warning: " + w + "\n"})
+			emit(BuildEvent{Type: EventOutput, Stream: "stderr", Output: "warning: " + w + "\n"})
 		}
 		recipe, source = &df.Recipe, "dockerfile from "+df.Recipe.From
 	} else {
@@ -101,7 +91,7 @@ func (t *Templates) CreateTemplate(ctx context.Context, owner string, req api.Cr
 	return t.build(ctx, owner, name, tag, recipe, source, o, emit)
 }
 
-func describeAPISource(s *api.TemplateSource) string {
+func describeAPISource(s *Source) string {
 	switch {
 	case s.Image != "":
 		return "image " + s.Image
@@ -114,19 +104,18 @@ func describeAPISource(s *api.TemplateSource) string {
 }
 
 type buildOpts struct {
-	res     sandbox.Resources
+	spec    BuildSpec // resources and network of the build sandboxes
 	timeout time.Duration
 	noCache bool
-	network store.NetworkPolicy
 }
 
 // build runs a recipe: every step is looked up in the cache by its key
 // (the owner, the starting template, and every step so far) and only run
 // when missing.
-func (t *Templates) build(ctx context.Context, owner, name, tag string, rec *api.Recipe, source string, o buildOpts, emit func(api.BuildEvent)) (*api.Template, error) {
+func (t *Builder) build(ctx context.Context, owner, name, tag string, rec *api.Recipe, source string, o buildOpts, emit func(BuildEvent)) (*Template, error) {
 	start := time.Now()
 	total := len(rec.Steps)
-	emit(api.BuildEvent{Type: api.BuildEventStep, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
+	emit(BuildEvent{Type: EventStep, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
 	cur, identity, cached, err := t.buildFrom(ctx, owner, rec.From, emit)
 	if err != nil {
 		return nil, fmt.Errorf("FROM %s: %w", rec.From, err)
@@ -135,7 +124,7 @@ func (t *Templates) build(ctx context.Context, owner, name, tag string, rec *api
 	t.hold(cur.image)
 	defer func() { t.release(held...) }()
 	if cached {
-		emit(api.BuildEvent{Type: api.BuildEventCached, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
+		emit(BuildEvent{Type: EventCached, Step: 0, Steps: total, Instruction: "FROM " + rec.From})
 	}
 	var cfg template.ImageConfig
 	var layers []string
@@ -150,7 +139,7 @@ func (t *Templates) build(ctx context.Context, owner, name, tag string, rec *api
 	for i, st := range rec.Steps {
 		k, _ := template.StepKind(st)
 		key = template.StepKey(key, st)
-		ev := api.BuildEvent{Type: api.BuildEventStep, Step: i + 1, Steps: total, Instruction: template.Describe(st)}
+		ev := BuildEvent{Type: EventStep, Step: i + 1, Steps: total, Instruction: template.Describe(st)}
 		emit(ev)
 		stepStart := time.Now()
 		if c := t.cacheHit(key); c != nil && !o.noCache {
@@ -160,7 +149,7 @@ func (t *Templates) build(ctx context.Context, owner, name, tag string, rec *api
 				t.hold(cur.image)
 				held = append(held, cur.image)
 				cfg, layers = im.Config, im.Layers
-				ev.Type = api.BuildEventCached
+				ev.Type = EventCached
 				emit(ev)
 				continue
 			}
@@ -194,12 +183,12 @@ func (t *Templates) build(ctx context.Context, owner, name, tag string, rec *api
 		return nil, err
 	}
 	tpl := t.register(owner, name, tag, final, cur, source)
-	emit(api.BuildEvent{Type: api.BuildEventDone, Steps: total, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
+	emit(BuildEvent{Type: EventDone, Steps: total, Template: tpl, DurationMS: time.Since(start).Milliseconds()})
 	return tpl, nil
 }
 
 // cacheHit returns the cache entry for key if its image is in the store.
-func (t *Templates) cacheHit(key string) *cacheEntry {
+func (t *Catalog) cacheHit(key string) *cacheEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.cat.Cache[key]
@@ -213,7 +202,7 @@ func (t *Templates) cacheHit(key string) *cacheEntry {
 // buildFrom resolves a recipe's from: a template owner can use, else a
 // registry image, pulled once and cached. identity names its content for
 // cache keys; cached reports a pull that was not needed.
-func (t *Templates) buildFrom(ctx context.Context, owner, from string, emit func(api.BuildEvent)) (r tplRef, identity string, cached bool, err error) {
+func (t *Builder) buildFrom(ctx context.Context, owner, from string, emit func(BuildEvent)) (r tplRef, identity string, cached bool, err error) {
 	r, err = t.resolve(owner, from)
 	if err == nil {
 		if r.image == "" {
@@ -236,7 +225,7 @@ func (t *Templates) buildFrom(ctx context.Context, owner, from string, emit func
 			return tplRef{image: img}, "image:" + im.Digest + ":false", true, nil
 		}
 	}
-	emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stdout", Output: "pulling image " + from + "\n"})
+	emit(BuildEvent{Type: EventOutput, Stream: "stdout", Output: "pulling image " + from + "\n"})
 	t.hold(img)
 	defer t.release(img)
 	var im *template.Image
@@ -260,86 +249,51 @@ func (t *Templates) buildFrom(ctx context.Context, owner, from string, emit func
 
 // runStep runs a file-changing step in a new sandbox of cur and commits
 // the sandbox's writable layer as store image img.
-func (t *Templates) runStep(ctx context.Context, owner string, cur tplRef, cfg template.ImageConfig, k string, st api.RecipeStep,
-	img string, o buildOpts, n int, emit func(api.BuildEvent)) (*template.Image, error) {
-	ib, ok := t.m.backend.(imageBackend)
-	if !ok {
-		return nil, fmt.Errorf("%w: this backend cannot build templates", sandbox.ErrNotSupported)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	id := "build-" + hex.EncodeToString(b)
-	if err := t.m.admit(id, owner); err != nil {
-		return nil, err
-	}
-	defer t.m.release(id)
-	netCfg, err := t.m.setupBuildNetwork(ctx, id, o.network)
-	if err != nil {
-		return nil, err
-	}
-	defer t.m.teardownBuildNetwork(id)
-	if _, err := t.m.backend.Create(ctx, sandbox.Spec{ID: id, Template: cur.backendName(), Resources: o.res, Network: netCfg}); err != nil {
-		return nil, fmt.Errorf("build sandbox: %w", err)
-	}
-	pauser, _ := t.m.backend.(sandbox.Pauser)
-	paused := false
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if paused {
-			pauser.Resume(dctx, id) // a frozen sandbox is slow to kill on cgroup v1
+func (t *Builder) runStep(ctx context.Context, owner string, cur tplRef, cfg template.ImageConfig, k string, st api.RecipeStep,
+	img string, o buildOpts, n int, emit func(BuildEvent)) (*template.Image, error) {
+	step := func(ctx context.Context, id string) error {
+		if k == template.StepCopy {
+			return t.copyStep(ctx, id, cfg.WorkingDir, st.Copy, emit)
 		}
-		if err := t.m.backend.Destroy(dctx, id); err != nil {
-			t.log.Error("template build: destroy sandbox", "sandbox", id, "err", err)
-		}
-	}()
-
-	if k == template.StepCopy {
-		err = t.copyStep(ctx, id, cfg.WorkingDir, st.Copy, emit)
-	} else {
-		err = t.execStep(ctx, id, cfg.WorkingDir, template.ShellCommand(k, st), k, o, emit)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if pauser != nil {
-		if err := pauser.Pause(ctx, id); err != nil {
-			return nil, fmt.Errorf("freeze build sandbox: %w", err)
-		}
-		paused = true
-	}
-	up, err := ib.Upper(id)
-	if err != nil {
-		return nil, err
-	}
-	var parent *template.Image
-	if cur.image != "" {
-		if parent, err = t.store.Get(cur.image); err != nil {
-			return nil, storeErr(err)
-		}
+		return t.execStep(ctx, id, cfg.WorkingDir, template.ShellCommand(k, st), k, o, emit)
 	}
 	var im *template.Image
-	err = t.withBudget(ctx, func() error {
-		var err error
-		im, err = t.store.Commit(ctx, img, parent, up.Dir, up.UIDBase, cfg)
-		return err
-	})
-	return im, storeErr(err)
+	commit := func(ctx context.Context, up template.Upper) error {
+		var parent *template.Image
+		if cur.image != "" {
+			var err error
+			if parent, err = t.store.Get(cur.image); err != nil {
+				return storeErr(err)
+			}
+		}
+		err := t.withBudget(ctx, func() error {
+			var err error
+			im, err = t.store.Commit(ctx, img, parent, up.Dir, up.UIDBase, cfg)
+			return err
+		})
+		return storeErr(err)
+	}
+	spec := o.spec
+	spec.Template = cur.backendName()
+	if err := t.sb.RunBuild(ctx, owner, spec, step, commit); err != nil {
+		return nil, err
+	}
+	return im, nil
 }
 
 // execStep runs cmd with /bin/sh in the build sandbox, streaming output.
-func (t *Templates) execStep(ctx context.Context, id, wd, cmd, kind string, o buildOpts, emit func(api.BuildEvent)) error {
+func (t *Builder) execStep(ctx context.Context, id, wd, cmd, kind string, o buildOpts, emit func(BuildEvent)) error {
 	if wd == "" {
 		wd = "/"
 	}
 	if wd != "/" {
-		if _, err := t.m.agent.Mkdir(ctx, id, wd, "0755"); err != nil {
+		if _, err := t.agent.Mkdir(ctx, id, wd, "0755"); err != nil {
 			return fmt.Errorf("workdir %s: %w", wd, err)
 		}
 	}
 	req := &api.ExecRequest{Argv: []string{"/bin/sh", "-c", cmd}, Cwd: wd,
 		TimeoutSeconds: o.timeout.Seconds(), MaxOutputBytes: maxStepOutput}
-	evs, err := t.m.agent.ExecStream(ctx, id, req)
+	evs, err := t.agent.ExecStream(ctx, id, req)
 	if err != nil {
 		if strings.Contains(err.Error(), "/bin/sh") {
 			return fmt.Errorf("%w (RUN steps need /bin/sh in the template)", err)
@@ -354,7 +308,7 @@ func (t *Templates) execStep(ctx context.Context, id, wd, cmd, kind string, o bu
 		}
 		switch ev.Type {
 		case api.EventStdout, api.EventStderr:
-			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: ev.Type, Output: string(ev.Data)})
+			emit(BuildEvent{Type: EventOutput, Stream: ev.Type, Output: string(ev.Data)})
 		case api.EventError:
 			msg := "exec failed"
 			if ev.Error != nil {
@@ -387,7 +341,7 @@ func (t *Templates) execStep(ctx context.Context, id, wd, cmd, kind string, o bu
 
 // copyStep writes a copy step's file or unpacks its archive through the
 // agent, so paths resolve inside the sandbox as they will later.
-func (t *Templates) copyStep(ctx context.Context, id, wd string, c *api.CopyStep, emit func(api.BuildEvent)) error {
+func (t *Builder) copyStep(ctx context.Context, id, wd string, c *api.CopyStep, emit func(BuildEvent)) error {
 	dst := template.ResolveDir(wd, c.Dst)
 	if len(c.TarBase64) == 0 {
 		if strings.HasSuffix(c.Dst, "/") {
@@ -401,10 +355,10 @@ func (t *Templates) copyStep(ctx context.Context, id, wd string, c *api.CopyStep
 		if mode == "" {
 			mode = "0644"
 		}
-		_, err := t.m.agent.WriteFile(ctx, id, dst, mode, bytes.NewReader(data), int64(len(data)))
+		_, err := t.agent.WriteFile(ctx, id, dst, mode, bytes.NewReader(data), int64(len(data)))
 		return err
 	}
-	if _, err := t.m.agent.Mkdir(ctx, id, dst, "0755"); err != nil {
+	if _, err := t.agent.Mkdir(ctx, id, dst, "0755"); err != nil {
 		return err
 	}
 	tr := tar.NewReader(bytes.NewReader(c.TarBase64))
@@ -425,101 +379,74 @@ func (t *Templates) copyStep(ctx context.Context, id, wd string, c *api.CopyStep
 		mode := fmt.Sprintf("%04o", hdr.Mode&0o7777)
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			_, err = t.m.agent.Mkdir(ctx, id, target, mode)
+			_, err = t.agent.Mkdir(ctx, id, target, mode)
 		case tar.TypeReg:
 			data, rerr := io.ReadAll(tr)
 			if rerr != nil {
 				return fmt.Errorf("%w: copy archive: %v", sandbox.ErrInvalid, rerr)
 			}
-			_, err = t.m.agent.WriteFile(ctx, id, target, mode, bytes.NewReader(data), int64(len(data)))
+			_, err = t.agent.WriteFile(ctx, id, target, mode, bytes.NewReader(data), int64(len(data)))
 			files++
 		default:
-			emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stderr",
+			emit(BuildEvent{Type: EventOutput, Stream: "stderr",
 				Output: fmt.Sprintf("warning: %s skipped (only files and directories are copied)\n", hdr.Name)})
 		}
 		if err != nil {
 			return fmt.Errorf("copy %s: %w", target, err)
 		}
 	}
-	emit(api.BuildEvent{Type: api.BuildEventOutput, Stream: "stdout", Output: fmt.Sprintf("copied %d files to %s\n", files, dst)})
+	emit(BuildEvent{Type: EventOutput, Stream: "stdout", Output: fmt.Sprintf("copied %d files to %s\n", files, dst)})
 	return nil
 }
 
 // Snapshot freezes owner's sandbox id (if running), turns its writable
 // layer into a new layer on top of its template's layers, thaws it, and
 // saves the result as owner's template name.
-func (t *Templates) Snapshot(ctx context.Context, owner, id, name string) (*api.Template, error) {
+func (t *Builder) Snapshot(ctx context.Context, owner, id, name string) (*Template, error) {
 	n, tag, err := t.checkNewName(name)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.m.Get(owner, id); err != nil {
-		return nil, err
-	}
-	ib, ok := t.m.backend.(imageBackend)
-	if !ok {
-		return nil, fmt.Errorf("%w: this backend cannot snapshot sandboxes", sandbox.ErrNotSupported)
-	}
-	unlock := t.m.lockID(id)
-	defer unlock()
-	rec, err := t.m.store.Get(id)
-	if err != nil {
-		return nil, err
-	}
-	if rec.State != sandbox.Running && rec.State != sandbox.Paused {
-		return nil, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, rec.State)
-	}
-	up, err := ib.Upper(id)
-	if err != nil {
-		return nil, err
-	}
-	parent, err := t.parentOf(up.Ref)
-	if err != nil {
-		return nil, err
-	}
-	t.hold(parent.image)
-	defer t.release(parent.image)
-	var pim *template.Image
-	var cfg template.ImageConfig
-	if parent.image != "" {
-		if pim, err = t.store.Get(parent.image); err != nil {
-			return nil, storeErr(err)
-		}
-		cfg = pim.Config
-	}
 	start := time.Now()
-	if rec.State == sandbox.Running {
-		p, ok := t.m.backend.(sandbox.Pauser)
-		if !ok {
-			return nil, fmt.Errorf("%w: this backend cannot freeze sandboxes", sandbox.ErrNotSupported)
+	var tpl *Template
+	err = t.sb.Freeze(ctx, owner, id, func(ctx context.Context, up template.Upper) error {
+		parent, err := t.parentOf(up.Ref)
+		if err != nil {
+			return err
 		}
-		if err := p.Pause(ctx, id); err != nil {
-			return nil, fmt.Errorf("freeze: %w", err)
-		}
-		defer func() {
-			if err := p.Resume(context.WithoutCancel(ctx), id); err != nil {
-				t.log.Error("snapshot: resume", "sandbox", id, "err", err)
+		t.hold(parent.image)
+		defer t.release(parent.image)
+		var pim *template.Image
+		var cfg template.ImageConfig
+		if parent.image != "" {
+			if pim, err = t.store.Get(parent.image); err != nil {
+				return storeErr(err)
 			}
-		}()
-	}
-	img := newImageName()
-	t.hold(img)
-	defer t.release(img)
-	err = t.withBudget(ctx, func() error {
-		_, err := t.store.Commit(ctx, img, pim, up.Dir, up.UIDBase, cfg)
-		return err
+			cfg = pim.Config
+		}
+		img := newImageName()
+		t.hold(img)
+		defer t.release(img)
+		err = t.withBudget(ctx, func() error {
+			_, err := t.store.Commit(ctx, img, pim, up.Dir, up.UIDBase, cfg)
+			return err
+		})
+		if err != nil {
+			return storeErr(err)
+		}
+		tpl = t.register(owner, n, tag, img, parent, "snapshot of "+id)
+		return nil
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
-	tpl := t.register(owner, n, tag, img, parent, "snapshot of "+id)
 	t.log.Info("sandbox snapshot", "sandbox", id, "template", tpl.Name, "ms", time.Since(start).Milliseconds())
 	return tpl, nil
 }
 
 // parentOf returns the template a sandbox was created from, by the name
 // the backend was given.
-func (t *Templates) parentOf(backendName string) (tplRef, error) {
+func (t *Catalog) parentOf(backendName string) (tplRef, error) {
 	if img, ok := strings.CutPrefix(backendName, "@"); ok {
 		t.mu.Lock()
 		defer t.mu.Unlock()

@@ -39,7 +39,7 @@
 //	                           lock: that is why keys are files and not a
 //	                           bucket. The daemon re-reads the directory when
 //	                           its mtime changes.
-//	templates.json             manager (template catalog): names, tags and
+//	templates.json             template/catalog: names, tags and
 //	                           owners of templates → template-store images,
 //	                           and the build cache. Unreadable JSON stops the
 //	                           daemon; a shared template whose configuration

@@ -10,10 +10,11 @@ import threading
 import time
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
 
+from . import _bodies, _check
 from ._http import NDJSON, Response, path_of, query_pairs
 from .client import Client, Seconds, seconds
 from .errors import NotFound, PaddockError, TransportError
-from .types import Event, ExecResult, FileEntry, ProcessInfo, ResourcesLike, SandboxInfo
+from .types import Event, ExecResult, FileEntry, Metrics, NetworkLike, Port, ProcessInfo, ResourcesLike, SandboxInfo, Template
 
 __all__ = ["Sandbox", "Files", "Process", "EventStream", "Command", "Stdin"]
 
@@ -44,6 +45,8 @@ def _exec_body(
 ) -> Dict[str, Any]:
     body: Dict[str, Any] = {}
     if isinstance(cmd, str):
+        if not cmd.strip():
+            raise ValueError("cmd must not be empty")
         body["command"] = cmd
     elif isinstance(cmd, (bytes, bytearray, memoryview)):
         raise TypeError("command must be a str (shell) or a list of str (argv), not bytes")
@@ -55,32 +58,32 @@ def _exec_body(
             if not isinstance(a, str):
                 raise TypeError(f"argv items must be str, got {type(a).__name__}")
             argv.append(a)
+        if not argv:
+            raise ValueError("cmd must not be an empty list")
         body["argv"] = argv
-    t = seconds(timeout)
+    t = _check.number("timeout", timeout, minimum=0)
     if t is not None:
         body["timeout_seconds"] = t
     if cwd:
-        body["cwd"] = os.fspath(cwd)
-    if env:
-        body["env"] = {str(k): str(v) for k, v in env.items()}
+        body["cwd"] = _check.string("cwd", cwd)
+    e = _check.str_map("env", env)
+    if e:
+        body["env"] = e
     if stdin is not None:
         if isinstance(stdin, str):
             body["stdin"] = stdin
-        else:
+        elif isinstance(stdin, (bytes, bytearray, memoryview)):
             body["stdin_base64"] = base64.b64encode(bytes(stdin)).decode("ascii")
+        else:
+            raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
     if max_output_bytes is not None:
-        body["max_output_bytes"] = int(max_output_bytes)
+        body["max_output_bytes"] = _check.integer("max_output_bytes", max_output_bytes, minimum=1)
     if keep_stdin_open:
         body["keep_stdin_open"] = True
     return body
 
 
-def _mode(mode: Union[int, str, None]) -> Optional[str]:
-    if mode is None:
-        return None
-    if isinstance(mode, str):
-        return mode
-    return "%04o" % (int(mode) & 0o7777)
+_mode = _bodies.mode_str
 
 
 class EventStream:
@@ -246,6 +249,59 @@ class Files:
         return FileEntry.from_json(self._sbx.client._call("POST", self._path("mkdir"), query=q))
 
 
+    def upload_dir(self, local_dir: str, remote_dir: str) -> List[FileEntry]:
+        """Copy the local directory tree ``local_dir`` to ``remote_dir`` in the
+        sandbox, file by file, keeping permission bits; returns what was written.
+        Symlinks are skipped."""
+        src = _check.string("local_dir", local_dir)
+        dst = _check.string("remote_dir", remote_dir).rstrip("/") or "/"
+        if not os.path.isdir(src):
+            raise ValueError(f"local_dir {src!r} is not a directory")
+        out = [self.mkdir(dst)]
+        for root, dirs, names in os.walk(src):
+            rel = os.path.relpath(root, src)
+            base = dst if rel == "." else dst + "/" + rel.replace(os.sep, "/")
+            for d in sorted(dirs):
+                if not os.path.islink(os.path.join(root, d)):
+                    out.append(self.mkdir(base + "/" + d))
+            for n in sorted(names):
+                full = os.path.join(root, n)
+                if os.path.islink(full) or not os.path.isfile(full):
+                    continue
+                with open(full, "rb") as f:
+                    out.append(self.write(base + "/" + n, f, mode=os.stat(full).st_mode & 0o777))
+        return out
+
+    def download_dir(self, remote_dir: str, local_dir: str) -> List[str]:
+        """Copy the directory tree ``remote_dir`` of the sandbox into
+        ``local_dir`` (created if missing); returns the local paths of the
+        files written. Symlinks and special files are skipped, and no entry
+        may leave ``local_dir``."""
+        src = _check.string("remote_dir", remote_dir).rstrip("/") or "/"
+        dst = os.path.abspath(_check.string("local_dir", local_dir))
+        os.makedirs(dst, exist_ok=True)
+        written = []
+        for e in self.list(src, depth=64):
+            rel = e.path[len(src):].lstrip("/") if e.path.startswith(src + "/") or src == "/" else ""
+            if not rel:
+                continue
+            target = os.path.abspath(os.path.join(dst, *rel.split("/")))
+            if not target.startswith(dst + os.sep):
+                raise ValueError(f"sandbox path {e.path!r} leaves {dst!r}")
+            if e.is_dir:
+                os.makedirs(target, exist_ok=True)
+            elif e.is_file:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "wb") as f:
+                    f.write(self.read(e.path))
+                try:
+                    os.chmod(target, int(e.mode or "644", 8) & 0o777)
+                except ValueError:
+                    pass
+                written.append(target)
+        return written
+
+
 class Process:
     """A background process started with :meth:`Sandbox.start`.
 
@@ -358,10 +414,20 @@ class Sandbox:
         env: Optional[Mapping[str, str]] = None,
         metadata: Optional[Mapping[str, str]] = None,
         resources: Optional[ResourcesLike] = None,
+        network: Optional[NetworkLike] = None,
+        secrets: Optional[Sequence[str]] = None,
+        on_timeout: Optional[str] = None,
+        max_cost_micros: Optional[int] = None,
+        request_timeout: Optional[Seconds] = None,
         client: Optional[Client] = None,
     ) -> "Sandbox":
         """Create a sandbox (see :meth:`Client.create`); ``client`` defaults to ``Client()``."""
-        return (client or Client()).create(template, timeout=timeout, env=env, metadata=metadata, resources=resources)
+        if client is not None and not isinstance(client, Client):
+            raise TypeError(f"client must be a paddock.Client, not {type(client).__name__}")
+        return (client or Client()).create(
+            template, timeout=timeout, env=env, metadata=metadata, resources=resources, network=network,
+            secrets=secrets, on_timeout=on_timeout, max_cost_micros=max_cost_micros, request_timeout=request_timeout,
+        )
 
     @classmethod
     def connect(cls, sandbox_id: str, *, client: Optional[Client] = None) -> "Sandbox":
@@ -409,13 +475,62 @@ class Sandbox:
     def set_timeout(self, timeout: Seconds) -> SandboxInfo:
         """Set the lease to end ``timeout`` seconds from now (it may shorten
         it; at most 86400) and return the updated :attr:`info`."""
-        t = seconds(timeout)
+        t = _check.number("timeout", timeout, minimum=1, allow_none=False)
         assert t is not None
-        if t < 0:
-            raise ValueError("timeout must not be negative")
         d = self.client._call("POST", self._path("timeout"), json_body={"timeout_seconds": int(math.ceil(t))})
         self.info = SandboxInfo.from_json(d)
         return self.info
+
+    def pause(self) -> SandboxInfo:
+        """Freeze every process (memory and files kept, CPU billing stops)."""
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("pause"), json_body={}))
+        return self.info
+
+    def resume(self) -> SandboxInfo:
+        """Continue a paused sandbox with a new lease of its original length."""
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("resume"), json_body={}))
+        return self.info
+
+    def metrics(self) -> Metrics:
+        """The sandbox's resource accounting (CPU, memory, disk, network, cost)."""
+        return Metrics.from_json(self.client._call("GET", self._path("metrics")))
+
+    def set_network(self, network: NetworkLike) -> SandboxInfo:
+        """Replace the egress policy (``"off"``, ``"full"`` or a
+        :class:`NetworkPolicy` / dict); it applies at once."""
+        body = _bodies.network_json(network)
+        self.info = SandboxInfo.from_json(self.client._call("PATCH", self._path("network"), json_body=body))
+        return self.info
+
+    def ports(self) -> List[Port]:
+        """The TCP ports processes in the sandbox listen on, each with a
+        ``url`` (needs the API key) and a ``signed_url`` (needs nothing)."""
+        d = self.client._call("GET", self._path("ports")) or {}
+        return [Port.from_json(p) for p in d.get("ports") or []]
+
+    def port_url(self, port: int, path: str = "") -> str:
+        """The URL reaching ``port`` inside the sandbox through the daemon
+        (send the API key as ``Authorization: Bearer``)."""
+        p = _check.integer("port", port, minimum=1)
+        if p is None or p > 65535:
+            raise ValueError(f"port must be 1..65535, got {port!r}")
+        return self.client._t.url(self._path("ports", str(p))) + "/" + _check.string("path", path, required=False).lstrip("/")
+
+    def signed_port_url(self, port: int) -> str:
+        """A URL reaching ``port`` that needs no API key (from :meth:`ports`;
+        raises :class:`NotFound` if nothing listens on it)."""
+        p = _check.integer("port", port, minimum=1)
+        for x in self.ports():
+            if x.port == p:
+                return x.signed_url
+        raise NotFound(f"nothing listens on port {p} in sandbox {self.id}")
+
+    def snapshot(self, name: str, *, request_timeout: Optional[Seconds] = None) -> Template:
+        """Save the sandbox's files as a new template ``name[:tag]`` (the
+        sandbox is frozen meanwhile and keeps running afterwards)."""
+        body = {"name": _check.string("name", name)}
+        t = _check.number("request_timeout", request_timeout, minimum=0)
+        return Template.from_json(self.client._call("POST", self._path("snapshot"), json_body=body, timeout=t))
 
     # -- commands --------------------------------------------------------
 
@@ -428,6 +543,7 @@ class Sandbox:
         env: Optional[Mapping[str, str]] = None,
         stdin: Optional[Stdin] = None,
         max_output_bytes: Optional[int] = None,
+        request_timeout: Optional[Seconds] = None,
     ) -> ExecResult:
         """Run a command to completion and return its :class:`ExecResult`.
 
@@ -435,10 +551,15 @@ class Sandbox:
         string (run by ``bash -lc``: pipes, ``&&`` and ``$VARS`` work).
         ``timeout`` bounds the run in seconds (default 60); ``stdin`` is text
         or bytes; ``max_output_bytes`` caps stdout and stderr each (default
-        65536). A non-zero exit or a timeout is a result, not an exception.
+        65536). A non-zero exit or a timeout is a result, not an exception:
+        a command that outlives ``timeout`` is killed and comes back with
+        ``timed_out=True``. The HTTP deadline is ``timeout`` plus a margin;
+        ``request_timeout`` overrides it (then a too-short one raises
+        :class:`RequestTimeout`).
         """
         body = _exec_body(cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin, max_output_bytes=max_output_bytes)
-        d = self.client._call("POST", self._path("exec"), json_body=body, timeout=self._exec_http_timeout(body))
+        rt = _check.number("request_timeout", request_timeout, minimum=0)
+        d = self.client._call("POST", self._path("exec"), json_body=body, timeout=rt if rt is not None else self._exec_http_timeout(body))
         return ExecResult.from_json(d)
 
     def exec_stream(

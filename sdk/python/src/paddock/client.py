@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _bodies, _check
 from ._http import NDJSON, Transport, path_of, query_pairs
@@ -232,6 +232,16 @@ class Client:
     def metrics_text(self) -> str:
         """The daemon's Prometheus metrics (``GET /metrics``, text format)."""
         return self._t.send("GET", "/metrics", accept="text/plain", timeout=self.timeout, root=True).read().decode("utf-8")
+
+    def mcp_url(self) -> str:
+        """The daemon's MCP endpoint (streamable HTTP, ``/v1/mcp``): hand it
+        with :meth:`auth_headers` to an MCP client; each session gets its own
+        sandbox."""
+        return self._t.url("/mcp")
+
+    def auth_headers(self) -> Dict[str, str]:
+        """The ``Authorization`` header other HTTP clients need (ports, MCP)."""
+        return {"Authorization": "Bearer " + self.api_key} if self.api_key else {}
 
     # -- usage and secrets --------------------------------------------------
 

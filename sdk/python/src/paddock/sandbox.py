@@ -172,6 +172,12 @@ class EventStream:
         return self.result
 
 
+def with_path(url: str, path: str) -> str:
+    """``url`` (``.../ports/8000/?paddock_token=...``) with ``path`` after its last slash."""
+    base, q, query = url.partition("?")
+    return base.rstrip("/") + "/" + path.lstrip("/") + q + query
+
+
 class Files:
     """The file system of a sandbox: ``sbx.files``.
 
@@ -281,7 +287,7 @@ class Files:
         dst = os.path.abspath(_check.string("local_dir", local_dir))
         os.makedirs(dst, exist_ok=True)
         written = []
-        for e in self.list(src, depth=64):
+        for e in self.list(src, depth=20):
             rel = e.path[len(src):].lstrip("/") if e.path.startswith(src + "/") or src == "/" else ""
             if not rel:
                 continue
@@ -516,13 +522,14 @@ class Sandbox:
             raise ValueError(f"port must be 1..65535, got {port!r}")
         return self.client._t.url(self._path("ports", str(p))) + "/" + _check.string("path", path, required=False).lstrip("/")
 
-    def signed_port_url(self, port: int) -> str:
-        """A URL reaching ``port`` that needs no API key (from :meth:`ports`;
-        raises :class:`NotFound` if nothing listens on it)."""
+    def signed_port_url(self, port: int, path: str = "") -> str:
+        """A URL reaching ``path`` on ``port`` that needs no API key (valid
+        one hour; from :meth:`ports`; raises :class:`NotFound` if nothing
+        listens on it)."""
         p = _check.integer("port", port, minimum=1)
         for x in self.ports():
             if x.port == p:
-                return x.signed_url
+                return with_path(x.signed_url, _check.string("path", path, required=False))
         raise NotFound(f"nothing listens on port {p} in sandbox {self.id}")
 
     def snapshot(self, name: str, *, request_timeout: Optional[Seconds] = None) -> Template:

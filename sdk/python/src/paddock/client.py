@@ -171,7 +171,7 @@ class Client:
         """Fetch the sandbox ``sandbox_id`` (raises :class:`NotFound` if there is none)."""
         from .sandbox import Sandbox
 
-        sbx = Sandbox(self, SandboxInfo(id=sandbox_id))
+        sbx = Sandbox(self, SandboxInfo(id=_check.string("sandbox_id", sandbox_id)))
         sbx.refresh()
         return sbx
 
@@ -188,9 +188,9 @@ class Client:
         """One page of sandboxes. ``state`` keeps one state (``"all"`` includes
         terminated ones; the default lists every state but terminated);
         ``metadata`` keeps sandboxes having every given key=value."""
-        q = query_pairs([("limit", limit or None), ("cursor", cursor or None), ("state", state or None)])
-        for k, v in (metadata or {}).items():
-            q.append(("metadata." + str(k), str(v)))
+        q = query_pairs([("limit", _check.integer("limit", limit, minimum=1)), ("cursor", cursor or None), ("state", state or None)])
+        for k, v in (_check.str_map("metadata", metadata) or {}).items():
+            q.append(("metadata." + k, v))
         d = self._call("GET", "/sandboxes", query=q) or {}
         items = d.get("sandboxes") or []
         return SandboxPage(
@@ -308,7 +308,7 @@ class Client:
         """A handle on ``sandbox_id`` without any request (``.info`` only has the id)."""
         from .sandbox import Sandbox
 
-        return Sandbox(self, SandboxInfo(id=sandbox_id))
+        return Sandbox(self, SandboxInfo(id=_check.string("sandbox_id", sandbox_id)))
 
     def _sandbox_path(self, sandbox_id: str, *segments: str) -> str:
         return path_of("sandboxes", sandbox_id, *segments)

@@ -208,14 +208,14 @@ class Files:
         else:
             raise TypeError(f"data must be bytes, str or a binary file, not {type(data).__name__}")
         c = self._sbx.client
-        q = query_pairs([("path", os.fspath(path)), ("mode", _mode(mode))])
+        q = query_pairs([("path", _check.string("path", path)), ("mode", _mode(mode))])
         resp = c._t.send("PUT", self._path(), query=q, body=body, content_type="application/octet-stream", timeout=c.timeout)
         return FileEntry.from_json(resp.json())
 
     def read(self, path: str) -> bytes:
         """The content of the file at ``path``."""
         c = self._sbx.client
-        q = [("path", os.fspath(path))]
+        q = [("path", _check.string("path", path))]
         return c._t.send("GET", self._path(), query=q, accept="application/octet-stream", timeout=c.timeout).read()
 
     def read_text(self, path: str, encoding: str = "utf-8", errors: str = "strict") -> str:
@@ -227,13 +227,13 @@ class Files:
         ``depth`` levels down (default 1). Symlinks are listed, not followed."""
         # Sent explicitly: the daemon documents /workspace as the default but
         # answers 400 "path is required" without it.
-        q = query_pairs([("path", os.fspath(path) if path else "/workspace"), ("depth", depth or None)])
+        q = query_pairs([("path", _check.string("path", path) if path else "/workspace"), ("depth", _check.integer("depth", depth, minimum=1))])
         d = self._sbx.client._call("GET", self._path("list"), query=q) or {}
         return [FileEntry.from_json(e) for e in d.get("entries") or []]
 
     def stat(self, path: str) -> FileEntry:
         """Describe ``path``; raises :class:`NotFound` if it does not exist."""
-        d = self._sbx.client._call("GET", self._path("stat"), query=[("path", os.fspath(path))])
+        d = self._sbx.client._call("GET", self._path("stat"), query=[("path", _check.string("path", path))])
         return FileEntry.from_json(d)
 
     def exists(self, path: str) -> bool:
@@ -246,12 +246,12 @@ class Files:
 
     def remove(self, path: str, recursive: bool = False) -> None:
         """Delete a file or an empty directory; ``recursive`` deletes a directory's contents too."""
-        q = query_pairs([("path", os.fspath(path)), ("recursive", True if recursive else None)])
+        q = query_pairs([("path", _check.string("path", path)), ("recursive", True if recursive else None)])
         self._sbx.client._call("DELETE", self._path(), query=q)
 
     def mkdir(self, path: str, mode: Union[int, str, None] = None) -> FileEntry:
         """Create the directory ``path`` and any missing parents (default mode 0755)."""
-        q = query_pairs([("path", os.fspath(path)), ("mode", _mode(mode))])
+        q = query_pairs([("path", _check.string("path", path)), ("mode", _mode(mode))])
         return FileEntry.from_json(self._sbx.client._call("POST", self._path("mkdir"), query=q))
 
 
@@ -352,8 +352,8 @@ class Process:
         With ``timeout`` (seconds), return ``None`` if it is still running
         then; without, wait as long as it takes.
         """
-        t = seconds(timeout)
-        deadline = None if t is None else time.monotonic() + max(t, 0.0)
+        t = _check.number("timeout", timeout, minimum=0)
+        deadline = None if t is None else time.monotonic() + t
         c = self.sandbox.client
         while True:
             chunk = 600.0 if deadline is None else min(max(deadline - time.monotonic(), 0.0), _MAX_WAIT)
@@ -369,12 +369,14 @@ class Process:
         """Stream the process's output: what was buffered is replayed, then
         live output, then the ``exit`` event. ``timeout`` bounds the silence
         between two events (default: none)."""
-        resp = self.sandbox.client._t.send("GET", self._path("output"), accept=NDJSON, timeout=seconds(timeout))
+        resp = self.sandbox.client._t.send("GET", self._path("output"), accept=NDJSON, timeout=_check.number("timeout", timeout, minimum=0))
         return EventStream(resp)
 
     def write_stdin(self, data: Union[bytes, bytearray, memoryview, str], eof: bool = False) -> None:
         """Write to the process's stdin (it must have been started with
         ``keep_stdin_open=True``); ``eof`` closes stdin afterwards."""
+        if not isinstance(data, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be str or bytes, not {type(data).__name__}")
         body = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         c = self.sandbox.client
         q = [("eof", "true")] if eof else None
@@ -386,7 +388,7 @@ class Process:
 
     def signal(self, sig: str = "SIGTERM") -> None:
         """Send a signal such as ``"SIGTERM"`` or ``"SIGINT"``."""
-        self.sandbox.client._call("POST", self._path("kill"), json_body={"signal": sig})
+        self.sandbox.client._call("POST", self._path("kill"), json_body={"signal": _check.string("sig", sig)})
 
     def kill(self) -> None:
         """Kill the process and every process it started (SIGKILL)."""
@@ -627,7 +629,7 @@ class Sandbox:
 
     def process(self, process_id: str) -> Process:
         """Fetch the background process ``process_id``."""
-        p = Process(self, ProcessInfo(id=process_id))
+        p = Process(self, ProcessInfo(id=_check.string("process_id", process_id)))
         p.refresh()
         return p
 

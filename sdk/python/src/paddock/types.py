@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from . import _models_gen, _types_gen
+from . import _types_gen
 from ._convert import parse_time
 from ._models_gen import (  # noqa: F401  (generated dataclasses used as they are)
     BuildEvent,

@@ -11,7 +11,6 @@ closed at the end unless ``keep_session=True``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .definitions import anthropic_tools, openai_chat_tools, openai_response_tools

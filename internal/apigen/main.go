@@ -69,6 +69,7 @@ var fixedOutputs = []output{
 	{"sdk/typescript/src/errors.gen.ts", genTSErrors},
 	{"sdk/python/src/paddock/_types_gen.py", genPyTypes},
 	{"sdk/python/src/paddock/_errors_gen.py", genPyErrors},
+	{"sdk/python/src/paddock/_models_gen.py", genPyModels},
 }
 
 func run(specPath, root string) error {

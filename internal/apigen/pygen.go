@@ -182,3 +182,105 @@ func genPyErrors(c *contract) ([]byte, error) {
 	b.WriteString("}\n")
 	return b.Bytes(), nil
 }
+
+// pyKeywords are the property names that cannot be Python identifiers.
+var pyKeywords = map[string]bool{"from": true, "class": true, "import": true, "global": true, "lambda": true, "pass": true}
+
+// pyField is the dataclass field name of a property ("from" → "from_").
+func pyField(name string) string {
+	if pyKeywords[name] {
+		return name + "_"
+	}
+	return name
+}
+
+// genPyModels writes one dataclass per schema, named after the schema, with
+// a from_json that reads the JSON leniently (a missing or mistyped field
+// takes its zero value, times become aware datetimes) and the to_json of
+// paddock._convert.Model. paddock.types replaces a few with hand-written
+// classes (SandboxInfo, ExecResult, Event, ...).
+func genPyModels(c *contract) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s\n\"\"\"The wire types of the Paddock REST API (/v1) as dataclasses with\n``from_json`` and ``to_json``; ``paddock.types`` re-exports them.\"\"\"\n\n", scriptHeader)
+	b.WriteString("from __future__ import annotations\n\nfrom dataclasses import dataclass, field\nfrom datetime import datetime\nfrom typing import Any, Dict, List, Optional\n\nfrom ._convert import Model, b_, f_, i_, list_of, map_of, obj, s_, t_\n\n__all__ = [\n")
+	for _, s := range c.schemas {
+		fmt.Fprintf(&b, "    %q,\n", s.name)
+	}
+	b.WriteString("]\n")
+	for _, s := range c.schemas {
+		fmt.Fprintf(&b, "\n\n@dataclass\nclass %s(Model):\n", s.name)
+		pyDocstring(&b, "    ", s.doc)
+		for _, p := range s.props {
+			fmt.Fprintf(&b, "    %s: %s = %s\n", pyField(p.name), pyModelType(p.t), pyModelDefault(p.t))
+		}
+		fmt.Fprintf(&b, "\n    @classmethod\n    def from_json(cls, d: Any) -> %q:\n        d = obj(d)\n        return cls(\n", s.name)
+		for _, p := range s.props {
+			fmt.Fprintf(&b, "            %s=%s,\n", pyField(p.name), pyConvert(p.t, fmt.Sprintf("d.get(%q)", p.name)))
+		}
+		b.WriteString("        )\n")
+	}
+	return b.Bytes(), nil
+}
+
+func pyModelType(t *typ) string {
+	switch t.kind {
+	case "string", "bytes":
+		return "str"
+	case "time":
+		return "Optional[datetime]"
+	case "integer":
+		return "int"
+	case "number":
+		return "float"
+	case "boolean":
+		return "bool"
+	case "ref":
+		return "Optional[" + t.ref + "]"
+	case "array":
+		return "List[" + strings.TrimSuffix(strings.TrimPrefix(pyModelType(t.elem), "Optional["), "]") + "]"
+	case "map":
+		return "Dict[str, " + strings.TrimSuffix(strings.TrimPrefix(pyModelType(t.elem), "Optional["), "]") + "]"
+	}
+	return "Any"
+}
+
+func pyModelDefault(t *typ) string {
+	switch t.kind {
+	case "string", "bytes":
+		return `""`
+	case "integer":
+		return "0"
+	case "number":
+		return "0.0"
+	case "boolean":
+		return "False"
+	case "array":
+		return "field(default_factory=list)"
+	case "map":
+		return "field(default_factory=dict)"
+	}
+	return "None"
+}
+
+// pyConvert is the expression reading the JSON value v as type t.
+func pyConvert(t *typ, v string) string {
+	switch t.kind {
+	case "string", "bytes":
+		return "s_(" + v + ")"
+	case "time":
+		return "t_(" + v + ")"
+	case "integer":
+		return "i_(" + v + ")"
+	case "number":
+		return "f_(" + v + ")"
+	case "boolean":
+		return "b_(" + v + ")"
+	case "ref":
+		return fmt.Sprintf("%s.from_json(%s) if isinstance(%s, dict) else None", t.ref, v, v)
+	case "array":
+		return fmt.Sprintf("list_of(%s, lambda x: %s)", v, pyConvert(t.elem, "x"))
+	case "map":
+		return fmt.Sprintf("map_of(%s, lambda x: %s)", v, pyConvert(t.elem, "x"))
+	}
+	return v
+}

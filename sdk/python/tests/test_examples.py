@@ -93,6 +93,16 @@ class ExamplesTest(unittest.TestCase):
         last = fake.requests()[1]["body"]["messages"][-1]["content"][0]
         self.assertTrue(last["is_error"])
         self.assertIn("sieve.c", json.loads(last["content"])["stderr"])
+        (sbx,) = DAEMON.client().list(metadata={"example": "sieve_c"}, state="all")
+        self.assertEqual((sbx.info.network.mode, sbx.info.on_timeout), ("off", "kill"))
+
+    def test_fibonacci_openai_chat(self) -> None:
+        fake = self.with_fake()
+        proc = self.run_example("fibonacci_openai_chat.py", fake)
+        self.assertEqual(proc.stdout.decode().strip(), "The 40th Fibonacci number is 102334155.")
+        msgs = fake.requests()[1]["body"]["messages"]
+        self.assertEqual(msgs[-1]["role"], "tool")
+        self.assertIn("SyntaxError", json.loads(msgs[-1]["content"])["stderr"])
 
     def test_fibonacci_openai_responses(self) -> None:
         fake = self.with_fake()
@@ -102,6 +112,11 @@ class ExamplesTest(unittest.TestCase):
         self.assertTrue(second["previous_response_id"].startswith("resp_"))
         self.assertEqual(second["input"][0]["type"], "function_call_output")
         self.assertIn("SyntaxError", json.loads(second["input"][0]["output"])["stderr"])
+        self.assertTrue(fake.requests()[0]["body"]["tools"][0]["strict"])
+        # A fresh sandbox per call, each with the cost cap.
+        made = list(DAEMON.client().list(metadata={"example": "fibonacci_openai_responses"}, state="all"))
+        self.assertEqual(len(made), 2)
+        self.assertEqual({s.info.max_cost_micros for s in made}, {50000})
 
 
 if __name__ == "__main__":

@@ -276,9 +276,9 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual((e.status, e.code), (400, "bad_request"))
         self.assertTrue(e.message)
         self.assertIn("bad_request", str(e))
-        with self.assertRaises(paddock.BadRequest):
-            self.sbx.exec([])  # neither argv nor command
-        with self.assertRaises(paddock.BadRequest):
+        with self.assertRaises(ValueError):
+            self.sbx.exec([])  # neither argv nor command: refused before sending
+        with self.assertRaises(ValueError):
             self.sbx.exec_stream("true", timeout=-1)
         with self.assertRaises(TypeError):
             self.sbx.exec(b"echo")  # type: ignore[arg-type]
@@ -435,7 +435,8 @@ class LifecycleTest(unittest.TestCase):
 
 class AsyncTest(unittest.TestCase):
     def test_async_sandbox(self) -> None:
-        client = DAEMON.client()
+        sync_client = DAEMON.client()
+        client = paddock.AsyncClient(DAEMON.url, DAEMON.keys[0])
 
         async def main() -> None:
             async with await paddock.AsyncSandbox.create(client=client, metadata={"suite": "async"}) as sbx:
@@ -452,7 +453,7 @@ class AsyncTest(unittest.TestCase):
                 await proc.write_stdin("meow", eof=True)
                 self.assertEqual((await proc.wait(20)).stdout, "meow")
                 sid = sbx.id
-            self.assertEqual(client.connect(sid).state, "terminated")
+            self.assertEqual(sync_client.connect(sid).state, "terminated")
             with self.assertRaises(paddock.NotFound):
                 await paddock.AsyncSandbox.connect("sb-unknown", client=client)
 

@@ -14,7 +14,7 @@ not exceptions; errors of the request or the sandbox raise a subclass of
 
 from __future__ import annotations
 
-from .aio import AsyncFiles, AsyncProcess, AsyncSandbox
+from .aio import AsyncClient, AsyncEventStream, AsyncFiles, AsyncProcess, AsyncSandbox
 from .client import DEFAULT_URL, ENV_API_KEY, ENV_URL, Client, __version__
 from .errors import (
     BadRequest,
@@ -34,7 +34,23 @@ from .errors import (
     UnknownTemplate,
 )
 from .sandbox import EventStream, Files, Process, Sandbox
-from .types import Event, ExecResult, FileEntry, Health, ProcessInfo, Resources, SandboxInfo, SandboxPage
+from .types import (
+    BuildEvent,
+    Event,
+    ExecResult,
+    FileEntry,
+    Health,
+    Metrics,
+    NetworkPolicy,
+    Port,
+    ProcessInfo,
+    Resources,
+    SandboxInfo,
+    SandboxPage,
+    Secret,
+    Template,
+    Usage,
+)
 
 __all__ = [
     "__version__",
@@ -46,7 +62,9 @@ __all__ = [
     "Files",
     "Process",
     "EventStream",
+    "AsyncClient",
     "AsyncSandbox",
+    "AsyncEventStream",
     "AsyncFiles",
     "AsyncProcess",
     "Event",
@@ -57,6 +75,13 @@ __all__ = [
     "Resources",
     "SandboxInfo",
     "SandboxPage",
+    "BuildEvent",
+    "Metrics",
+    "NetworkPolicy",
+    "Port",
+    "Secret",
+    "Template",
+    "Usage",
     "PaddockError",
     "BadRequest",
     "Unauthorized",

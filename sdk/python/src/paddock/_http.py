@@ -122,14 +122,16 @@ class Transport:
         content_type: Optional[str] = None,
         accept: str = "application/json",
         timeout: Optional[float] = None,
+        root: bool = False,
     ) -> Response:
         """Send a request; a non-2xx answer raises the matching PaddockError.
 
         ``timeout`` bounds connecting and every single read or write (None:
-        no bound).
+        no bound); ``root`` sends ``path`` outside ``/v1`` (``/metrics``).
         """
-        url = self.url(path, query)
-        target = self._prefix + "/v1" + path
+        api = "" if root else "/v1"
+        url = self.base_url + api + path + ("?" + urllib.parse.urlencode(list(query)) if query else "")
+        target = self._prefix + api + path
         if query:
             target += "?" + urllib.parse.urlencode(list(query))
         data = bytes(body) if body is not None else b""

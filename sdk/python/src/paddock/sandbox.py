@@ -1,334 +1,22 @@
-"""Sandboxes, their files and their background processes."""
+"""Sandboxes: create, connect, commands, lifecycle, network, ports, snapshots."""
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-import os
 import threading
-import time
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ._http import NDJSON, Response, path_of, query_pairs
-from .client import Client, Seconds, seconds
-from .errors import NotFound, PaddockError, TransportError
-from .types import Event, ExecResult, FileEntry, ProcessInfo, ResourcesLike, SandboxInfo
+from . import _bodies, _check
+from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, EventStream, Stdin, _exec_body, with_path
+from ._http import NDJSON, path_of
+from .client import Client, Seconds
+from .errors import NotFound, PaddockError
+from .files import Files
+from .process import Process
+from .types import ExecResult, Metrics, NetworkLike, Port, ProcessInfo, ResourcesLike, SandboxInfo, Template
 
-__all__ = ["Sandbox", "Files", "Process", "EventStream", "Command", "Stdin"]
-
-#: Seconds added to a command's own timeout to get the HTTP timeout of the call.
-HTTP_MARGIN = 30.0
-#: The daemon's default exec timeout, in seconds.
-DEFAULT_EXEC_TIMEOUT = 60.0
-#: The longest single wait the daemon accepts, in seconds.
-_MAX_WAIT = 3600.0
-#: How long Sandbox.close may take, in seconds.
-CLOSE_TIMEOUT = 30.0
-
-#: A command: a list (argv, run directly) or a string (run by ``bash -lc``).
-Command = Union[str, Sequence[Union[str, "os.PathLike[str]"]]]
-#: Standard input: text (sent as ``stdin``) or bytes (sent as ``stdin_base64``).
-Stdin = Union[str, bytes, bytearray, memoryview]
-
-
-def _exec_body(
-    cmd: Command,
-    *,
-    timeout: Optional[Seconds],
-    cwd: Optional[str],
-    env: Optional[Mapping[str, str]],
-    stdin: Optional[Stdin],
-    max_output_bytes: Optional[int],
-    keep_stdin_open: bool = False,
-) -> Dict[str, Any]:
-    body: Dict[str, Any] = {}
-    if isinstance(cmd, str):
-        body["command"] = cmd
-    elif isinstance(cmd, (bytes, bytearray, memoryview)):
-        raise TypeError("command must be a str (shell) or a list of str (argv), not bytes")
-    else:
-        argv = []
-        for a in cmd:
-            if isinstance(a, os.PathLike):
-                a = os.fspath(a)
-            if not isinstance(a, str):
-                raise TypeError(f"argv items must be str, got {type(a).__name__}")
-            argv.append(a)
-        body["argv"] = argv
-    t = seconds(timeout)
-    if t is not None:
-        body["timeout_seconds"] = t
-    if cwd:
-        body["cwd"] = os.fspath(cwd)
-    if env:
-        body["env"] = {str(k): str(v) for k, v in env.items()}
-    if stdin is not None:
-        if isinstance(stdin, str):
-            body["stdin"] = stdin
-        else:
-            body["stdin_base64"] = base64.b64encode(bytes(stdin)).decode("ascii")
-    if max_output_bytes is not None:
-        body["max_output_bytes"] = int(max_output_bytes)
-    if keep_stdin_open:
-        body["keep_stdin_open"] = True
-    return body
-
-
-def _mode(mode: Union[int, str, None]) -> Optional[str]:
-    if mode is None:
-        return None
-    if isinstance(mode, str):
-        return mode
-    return "%04o" % (int(mode) & 0o7777)
-
-
-class EventStream:
-    """An iterator over the :class:`Event` s of an NDJSON output stream.
-
-    Events come as they happen: ``start``, ``stdout``/``stderr`` chunks
-    (``event.data`` is bytes), then ``exit``, after which iteration stops and
-    :attr:`result` holds the :class:`ExecResult`. An ``error`` event raises
-    its :class:`PaddockError`; a stream that ends without an ``exit`` event
-    raises :class:`TransportError`. Closing the stream (``close()``, ``with``,
-    or breaking out of a ``for`` loop and dropping it) ends the request.
-    """
-
-    def __init__(self, resp: Response) -> None:
-        self._resp = resp
-        self._done = False
-        self._pending: List[Event] = []
-        #: The exit event's result, once it has been read.
-        self.result: Optional[ExecResult] = None
-        if resp.content_type == "application/json":
-            # A daemon that ignores Accept answers an exec with one ExecResult.
-            res = ExecResult.from_json(resp.json())
-            if res.stdout:
-                self._pending.append(Event(type="stdout", data=res.stdout.encode("utf-8")))
-            if res.stderr:
-                self._pending.append(Event(type="stderr", data=res.stderr.encode("utf-8")))
-            res.stdout = res.stderr = ""
-            self._pending.append(Event(type="exit", result=res))
-
-    def __iter__(self) -> "EventStream":
-        return self
-
-    def __next__(self) -> Event:
-        if self._pending:
-            ev = self._pending.pop(0)
-        else:
-            if self._done:
-                raise StopIteration
-            ev = self._read()
-        if ev.type == "exit":
-            self.result = ev.result
-            self.close()
-        elif ev.type == "error":
-            self.close()
-            assert ev.error is not None
-            raise ev.error
-        return ev
-
-    def _read(self) -> Event:
-        while True:
-            line = self._resp.readline()
-            if not line:
-                self.close()
-                raise TransportError("event stream ended without an exit event")
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                return Event.from_json(json.loads(line.decode("utf-8")))
-            except (UnicodeDecodeError, ValueError) as e:
-                self.close()
-                raise TransportError(f"bad event in stream: {e}") from e
-
-    def close(self) -> None:
-        """End the stream and its request. Idempotent."""
-        self._done = True
-        self._resp.close()
-
-    def __enter__(self) -> "EventStream":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self._resp.close()
-        except Exception:  # noqa: BLE001
-            pass
-
-    def wait(self) -> ExecResult:
-        """Read the rest of the stream, dropping output, and return the result."""
-        for _ in self:
-            pass
-        assert self.result is not None
-        return self.result
-
-
-class Files:
-    """The file system of a sandbox: ``sbx.files``.
-
-    Paths are absolute or relative to ``/workspace``; every operation runs
-    inside the sandbox's own mount namespace.
-    """
-
-    def __init__(self, sandbox: "Sandbox") -> None:
-        self._sbx = sandbox
-
-    def _path(self, *segments: str) -> str:
-        return path_of("sandboxes", self._sbx.id, "files", *segments)
-
-    def write(self, path: str, data: Union[bytes, bytearray, memoryview, str, IO[bytes]], mode: Union[int, str, None] = None) -> FileEntry:
-        """Create or replace the file at ``path`` (parents are created).
-
-        ``data`` is bytes, text (encoded as UTF-8) or a binary file object;
-        ``mode`` is the permission bits (``0o755`` or ``"0755"``, default 0644).
-        """
-        if isinstance(data, str):
-            body = data.encode("utf-8")
-        elif isinstance(data, (bytes, bytearray, memoryview)):
-            body = bytes(data)
-        elif hasattr(data, "read"):
-            body = data.read()
-            if isinstance(body, str):
-                body = body.encode("utf-8")
-        else:
-            raise TypeError(f"data must be bytes, str or a binary file, not {type(data).__name__}")
-        c = self._sbx.client
-        q = query_pairs([("path", os.fspath(path)), ("mode", _mode(mode))])
-        resp = c._t.send("PUT", self._path(), query=q, body=body, content_type="application/octet-stream", timeout=c.timeout)
-        return FileEntry.from_json(resp.json())
-
-    def read(self, path: str) -> bytes:
-        """The content of the file at ``path``."""
-        c = self._sbx.client
-        q = [("path", os.fspath(path))]
-        return c._t.send("GET", self._path(), query=q, accept="application/octet-stream", timeout=c.timeout).read()
-
-    def read_text(self, path: str, encoding: str = "utf-8", errors: str = "strict") -> str:
-        """The content of the file at ``path``, decoded."""
-        return self.read(path).decode(encoding, errors)
-
-    def list(self, path: Optional[str] = None, depth: Optional[int] = None) -> List[FileEntry]:
-        """The entries under the directory ``path`` (default ``/workspace``),
-        ``depth`` levels down (default 1). Symlinks are listed, not followed."""
-        # Sent explicitly: the daemon documents /workspace as the default but
-        # answers 400 "path is required" without it.
-        q = query_pairs([("path", os.fspath(path) if path else "/workspace"), ("depth", depth or None)])
-        d = self._sbx.client._call("GET", self._path("list"), query=q) or {}
-        return [FileEntry.from_json(e) for e in d.get("entries") or []]
-
-    def stat(self, path: str) -> FileEntry:
-        """Describe ``path``; raises :class:`NotFound` if it does not exist."""
-        d = self._sbx.client._call("GET", self._path("stat"), query=[("path", os.fspath(path))])
-        return FileEntry.from_json(d)
-
-    def exists(self, path: str) -> bool:
-        """Whether ``path`` exists (a dangling symlink counts)."""
-        try:
-            self.stat(path)
-        except NotFound:
-            return False
-        return True
-
-    def remove(self, path: str, recursive: bool = False) -> None:
-        """Delete a file or an empty directory; ``recursive`` deletes a directory's contents too."""
-        q = query_pairs([("path", os.fspath(path)), ("recursive", True if recursive else None)])
-        self._sbx.client._call("DELETE", self._path(), query=q)
-
-    def mkdir(self, path: str, mode: Union[int, str, None] = None) -> FileEntry:
-        """Create the directory ``path`` and any missing parents (default mode 0755)."""
-        q = query_pairs([("path", os.fspath(path)), ("mode", _mode(mode))])
-        return FileEntry.from_json(self._sbx.client._call("POST", self._path("mkdir"), query=q))
-
-
-class Process:
-    """A background process started with :meth:`Sandbox.start`.
-
-    :attr:`info` is what the daemon last reported; :meth:`refresh` and
-    :meth:`wait` update it.
-    """
-
-    def __init__(self, sandbox: "Sandbox", info: ProcessInfo) -> None:
-        self.sandbox = sandbox
-        self.info = info
-
-    def __repr__(self) -> str:
-        return f"Process(id={self.id!r}, pid={self.pid!r}, state={self.state!r})"
-
-    @property
-    def id(self) -> str:
-        return self.info.id
-
-    @property
-    def pid(self) -> int:
-        return self.info.pid
-
-    @property
-    def state(self) -> str:
-        return self.info.state
-
-    @property
-    def result(self) -> Optional[ExecResult]:
-        """The exit status and output, once the process has exited."""
-        return self.info.result
-
-    def _path(self, *segments: str) -> str:
-        return path_of("sandboxes", self.sandbox.id, "processes", self.id, *segments)
-
-    def refresh(self) -> ProcessInfo:
-        self.info = ProcessInfo.from_json(self.sandbox.client._call("GET", self._path()))
-        return self.info
-
-    def wait(self, timeout: Optional[Seconds] = None) -> Optional[ExecResult]:
-        """Wait for the process to exit and return its result.
-
-        With ``timeout`` (seconds), return ``None`` if it is still running
-        then; without, wait as long as it takes.
-        """
-        t = seconds(timeout)
-        deadline = None if t is None else time.monotonic() + max(t, 0.0)
-        c = self.sandbox.client
-        while True:
-            chunk = 600.0 if deadline is None else min(max(deadline - time.monotonic(), 0.0), _MAX_WAIT)
-            q = [("timeout_seconds", "%.3f" % chunk)]
-            d = c._call("POST", self._path("wait"), query=q, timeout=chunk + HTTP_MARGIN)
-            self.info = ProcessInfo.from_json(d)
-            if self.info.state != "running":
-                return self.info.result
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
-
-    def output(self, *, timeout: Optional[Seconds] = None) -> EventStream:
-        """Stream the process's output: what was buffered is replayed, then
-        live output, then the ``exit`` event. ``timeout`` bounds the silence
-        between two events (default: none)."""
-        resp = self.sandbox.client._t.send("GET", self._path("output"), accept=NDJSON, timeout=seconds(timeout))
-        return EventStream(resp)
-
-    def write_stdin(self, data: Union[bytes, bytearray, memoryview, str], eof: bool = False) -> None:
-        """Write to the process's stdin (it must have been started with
-        ``keep_stdin_open=True``); ``eof`` closes stdin afterwards."""
-        body = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        c = self.sandbox.client
-        q = [("eof", "true")] if eof else None
-        c._t.send("POST", self._path("stdin"), query=q, body=body, content_type="application/octet-stream", timeout=c.timeout).read()
-
-    def close_stdin(self) -> None:
-        """Close the process's stdin."""
-        self.write_stdin(b"", eof=True)
-
-    def signal(self, sig: str = "SIGTERM") -> None:
-        """Send a signal such as ``"SIGTERM"`` or ``"SIGINT"``."""
-        self.sandbox.client._call("POST", self._path("kill"), json_body={"signal": sig})
-
-    def kill(self) -> None:
-        """Kill the process and every process it started (SIGKILL)."""
-        self.signal("SIGKILL")
+__all__ = ["Sandbox", "Files", "Process", "EventStream", "Command", "Stdin", "HTTP_MARGIN", "DEFAULT_EXEC_TIMEOUT", "CLOSE_TIMEOUT"]
 
 
 class Sandbox:
@@ -358,10 +46,20 @@ class Sandbox:
         env: Optional[Mapping[str, str]] = None,
         metadata: Optional[Mapping[str, str]] = None,
         resources: Optional[ResourcesLike] = None,
+        network: Optional[NetworkLike] = None,
+        secrets: Optional[Sequence[str]] = None,
+        on_timeout: Optional[str] = None,
+        max_cost_micros: Optional[int] = None,
+        request_timeout: Optional[Seconds] = None,
         client: Optional[Client] = None,
     ) -> "Sandbox":
         """Create a sandbox (see :meth:`Client.create`); ``client`` defaults to ``Client()``."""
-        return (client or Client()).create(template, timeout=timeout, env=env, metadata=metadata, resources=resources)
+        if client is not None and not isinstance(client, Client):
+            raise TypeError(f"client must be a paddock.Client, not {type(client).__name__}")
+        return (client or Client()).create(
+            template, timeout=timeout, env=env, metadata=metadata, resources=resources, network=network,
+            secrets=secrets, on_timeout=on_timeout, max_cost_micros=max_cost_micros, request_timeout=request_timeout,
+        )
 
     @classmethod
     def connect(cls, sandbox_id: str, *, client: Optional[Client] = None) -> "Sandbox":
@@ -409,13 +107,63 @@ class Sandbox:
     def set_timeout(self, timeout: Seconds) -> SandboxInfo:
         """Set the lease to end ``timeout`` seconds from now (it may shorten
         it; at most 86400) and return the updated :attr:`info`."""
-        t = seconds(timeout)
+        t = _check.number("timeout", timeout, minimum=1, allow_none=False)
         assert t is not None
-        if t < 0:
-            raise ValueError("timeout must not be negative")
         d = self.client._call("POST", self._path("timeout"), json_body={"timeout_seconds": int(math.ceil(t))})
         self.info = SandboxInfo.from_json(d)
         return self.info
+
+    def pause(self) -> SandboxInfo:
+        """Freeze every process (memory and files kept, CPU billing stops)."""
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("pause"), json_body={}))
+        return self.info
+
+    def resume(self) -> SandboxInfo:
+        """Continue a paused sandbox with a new lease of its original length."""
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("resume"), json_body={}))
+        return self.info
+
+    def metrics(self) -> Metrics:
+        """The sandbox's resource accounting (CPU, memory, disk, network, cost)."""
+        return Metrics.from_json(self.client._call("GET", self._path("metrics")))
+
+    def set_network(self, network: NetworkLike) -> SandboxInfo:
+        """Replace the egress policy (``"off"``, ``"full"`` or a
+        :class:`NetworkPolicy` / dict); it applies at once."""
+        body = _bodies.network_json(network)
+        self.info = SandboxInfo.from_json(self.client._call("PATCH", self._path("network"), json_body=body))
+        return self.info
+
+    def ports(self) -> List[Port]:
+        """The TCP ports processes in the sandbox listen on, each with a
+        ``url`` (needs the API key) and a ``signed_url`` (needs nothing)."""
+        d = self.client._call("GET", self._path("ports")) or {}
+        return [Port.from_json(p) for p in d.get("ports") or []]
+
+    def port_url(self, port: int, path: str = "") -> str:
+        """The URL reaching ``port`` inside the sandbox through the daemon
+        (send the API key as ``Authorization: Bearer``)."""
+        p = _check.integer("port", port, minimum=1)
+        if p is None or p > 65535:
+            raise ValueError(f"port must be 1..65535, got {port!r}")
+        return self.client._t.url(self._path("ports", str(p))) + "/" + _check.string("path", path, required=False).lstrip("/")
+
+    def signed_port_url(self, port: int, path: str = "") -> str:
+        """A URL reaching ``path`` on ``port`` that needs no API key (valid
+        one hour; from :meth:`ports`; raises :class:`NotFound` if nothing
+        listens on it)."""
+        p = _check.integer("port", port, minimum=1)
+        for x in self.ports():
+            if x.port == p:
+                return with_path(x.signed_url, _check.string("path", path, required=False))
+        raise NotFound(f"nothing listens on port {p} in sandbox {self.id}")
+
+    def snapshot(self, name: str, *, request_timeout: Optional[Seconds] = None) -> Template:
+        """Save the sandbox's files as a new template ``name[:tag]`` (the
+        sandbox is frozen meanwhile and keeps running afterwards)."""
+        body = {"name": _check.string("name", name)}
+        t = _check.number("request_timeout", request_timeout, minimum=0)
+        return Template.from_json(self.client._call("POST", self._path("snapshot"), json_body=body, timeout=t))
 
     # -- commands --------------------------------------------------------
 
@@ -428,6 +176,7 @@ class Sandbox:
         env: Optional[Mapping[str, str]] = None,
         stdin: Optional[Stdin] = None,
         max_output_bytes: Optional[int] = None,
+        request_timeout: Optional[Seconds] = None,
     ) -> ExecResult:
         """Run a command to completion and return its :class:`ExecResult`.
 
@@ -435,10 +184,15 @@ class Sandbox:
         string (run by ``bash -lc``: pipes, ``&&`` and ``$VARS`` work).
         ``timeout`` bounds the run in seconds (default 60); ``stdin`` is text
         or bytes; ``max_output_bytes`` caps stdout and stderr each (default
-        65536). A non-zero exit or a timeout is a result, not an exception.
+        65536). A non-zero exit or a timeout is a result, not an exception:
+        a command that outlives ``timeout`` is killed and comes back with
+        ``timed_out=True``. The HTTP deadline is ``timeout`` plus a margin;
+        ``request_timeout`` overrides it (then a too-short one raises
+        :class:`RequestTimeout`).
         """
         body = _exec_body(cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin, max_output_bytes=max_output_bytes)
-        d = self.client._call("POST", self._path("exec"), json_body=body, timeout=self._exec_http_timeout(body))
+        rt = _check.number("request_timeout", request_timeout, minimum=0)
+        d = self.client._call("POST", self._path("exec"), json_body=body, timeout=rt if rt is not None else self._exec_http_timeout(body))
         return ExecResult.from_json(d)
 
     def exec_stream(
@@ -499,7 +253,7 @@ class Sandbox:
 
     def process(self, process_id: str) -> Process:
         """Fetch the background process ``process_id``."""
-        p = Process(self, ProcessInfo(id=process_id))
+        p = Process(self, ProcessInfo(id=_check.string("process_id", process_id)))
         p.refresh()
         return p
 

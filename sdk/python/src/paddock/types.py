@@ -13,12 +13,28 @@ of the dataclasses below is a key of its wire shape.
 from __future__ import annotations
 
 import base64
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from . import _types_gen
+from ._convert import parse_time
+from ._models_gen import (  # noqa: F401  (generated dataclasses used as they are)
+    BuildEvent,
+    CopyStep,
+    CreateSecretRequest,
+    CreateTemplateRequest,
+    ErrorBody,
+    Metrics,
+    NetworkPolicy,
+    Port,
+    Recipe,
+    RecipeStep,
+    Secret,
+    Template,
+    TemplateSource,
+    Usage,
+)
 from ._types_gen import *  # noqa: F401,F403  (the generated wire shapes and enums)
 from .errors import PaddockError, error_for
 
@@ -31,32 +47,23 @@ __all__ = [
     "ProcessInfo",
     "FileEntry",
     "Health",
+    "BuildEvent",
+    "CopyStep",
+    "CreateSecretRequest",
+    "CreateTemplateRequest",
+    "ErrorBody",
+    "Metrics",
+    "NetworkPolicy",
+    "NetworkLike",
+    "Port",
+    "Recipe",
+    "RecipeStep",
+    "Secret",
+    "Template",
+    "TemplateSource",
+    "Usage",
     *_types_gen.__all__,
 ]
-
-_TIME_RE = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
-)
-
-
-def parse_time(value: Any) -> Optional[datetime]:
-    """Parse an RFC 3339 timestamp (nanoseconds and ``Z`` included, which
-    ``datetime.fromisoformat`` of Python < 3.11 refuses). ``None``, an empty
-    string or an unparsable value give ``None``."""
-    if not isinstance(value, str) or not value:
-        return None
-    m = _TIME_RE.match(value)
-    if not m:
-        return None
-    date, clock, frac, tz = m.groups()
-    frac = (frac or "")[:6].ljust(6, "0")
-    if tz in ("Z", "z"):
-        tz = "+00:00"
-    try:
-        return datetime.fromisoformat(f"{date}T{clock}.{frac}{tz}")
-    except ValueError:
-        return None
-
 
 def _int(v: Any, default: int = 0) -> int:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
@@ -109,6 +116,10 @@ class Resources:
 
 ResourcesLike = Union[Resources, Mapping[str, Any]]
 
+#: A network policy: a :class:`NetworkPolicy`, a dict of its fields, or a
+#: mode alone (``"off"``, ``"full"``).
+NetworkLike = Union[NetworkPolicy, Mapping[str, Any], str]
+
 
 @dataclass
 class SandboxInfo:
@@ -128,6 +139,15 @@ class SandboxInfo:
     ended_at: Optional[datetime] = None
     #: Why the sandbox stopped or was terminated: "deleted", "expired", "failed: ...".
     reason: Optional[str] = None
+    #: What happens when the lease ends: ``kill``, ``pause`` (or ``stop`` where the daemon has it).
+    on_timeout: str = ""
+    #: The cost cap in micro-units (0: none).
+    max_cost_micros: int = 0
+    paused_at: Optional[datetime] = None
+    #: The egress policy.
+    network: Optional[NetworkPolicy] = None
+    #: The names of the secrets the sandbox's egress may use.
+    secrets: List[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: Any) -> "SandboxInfo":
@@ -143,6 +163,11 @@ class SandboxInfo:
             runtime=_opt_str(d.get("runtime")),
             ended_at=parse_time(d.get("ended_at")),
             reason=_opt_str(d.get("reason")),
+            on_timeout=_str(d.get("on_timeout")),
+            max_cost_micros=_int(d.get("max_cost_micros")),
+            paused_at=parse_time(d.get("paused_at")),
+            network=NetworkPolicy.from_json(d["network"]) if isinstance(d.get("network"), dict) else None,
+            secrets=[str(x) for x in d.get("secrets") or [] if isinstance(x, str)],
         )
 
 

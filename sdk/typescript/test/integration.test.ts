@@ -164,7 +164,7 @@ describe("exec", () => {
       assert.equal(err.name, "AbortError");
       return true;
     });
-    await assert.rejects(shared.exec({ command: "sleep 30" }, { timeoutMs: 300 }), RequestTimeoutError);
+    await assert.rejects(shared.exec({ command: "sleep 30" }, { requestTimeoutMs: 300 }), RequestTimeoutError);
     const reason = new Error("stop now");
     await assert.rejects(shared.exec({ command: "sleep 30" }, { signal: AbortSignal.abort(reason) }), (err) => err === reason);
     // The sandbox still works afterwards.

@@ -101,7 +101,7 @@ describe("sandbox routes", () => {
     assert.equal(info.network.mode, "allowlist");
     assert.deepEqual(info.network.allow, ["example.com"]);
     assert.equal(s.info.network.allow?.[0], "example.com");
-    assert.throws(() => s.updateNetwork("full" as never), TypeError);
+    await assert.rejects(s.updateNetwork("full" as never), TypeError);
   });
 
   it("lists ports and reaches one by URL and signed URL", async () => {

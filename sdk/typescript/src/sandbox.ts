@@ -157,7 +157,7 @@ export class Sandbox implements AsyncDisposable {
    * `opts.timeoutMs` is the command's timeout, and the HTTP deadline is that
    * (60 s by default) plus 30 s unless `opts.requestTimeoutMs` says otherwise.
    */
-  exec(params: Command, opts: ExecOptions = {}): Promise<ExecResult> {
+  async exec(params: Command, opts: ExecOptions = {}): Promise<ExecResult> {
     const req = toWire(params, opts.timeoutMs);
     return this.#t.json<ExecResult>({
       method: "POST",

@@ -70,8 +70,8 @@ describe("create", () => {
     await assert.rejects(paddock.create({ network: "restricted" as never }), (e: unknown) => e instanceof RangeError && /network/.test(e.message));
     await assert.rejects(paddock.create({ timeoutMs: -1 }), (e: unknown) => e instanceof RangeError && /timeoutMs/.test(e.message));
     await assert.rejects(paddock.create({ env: { A: 1 as never } }), (e: unknown) => e instanceof TypeError && /env/.test(e.message));
-    assert.throws(() => sbx.exec(42 as never), TypeError);
-    assert.throws(() => sbx.exec("true", { timeoutMs: 0 }), (e: unknown) => e instanceof RangeError && /timeoutMs/.test(e.message));
+    await assert.rejects(sbx.exec(42 as never), TypeError);
+    await assert.rejects(sbx.exec("true", { timeoutMs: 0 }), (e: unknown) => e instanceof RangeError && /timeoutMs/.test(e.message));
   });
 
   it("maps the server's refusal to its typed error", async () => {

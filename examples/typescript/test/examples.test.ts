@@ -90,6 +90,14 @@ describe("examples", () => {
     await assertSandboxesGone("primes-anthropic");
   });
 
+  it("primes-ai-sdk prints the 1000th prime through the Vercel AI SDK", async () => {
+    const run = await runExample("primes-ai-sdk");
+    assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
+    assert.match(run.stdout, /\b7919\b/);
+    assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0", "[run_python] exit 0"]);
+    await assertSandboxesGone("primes-ai-sdk");
+  });
+
   it("sieve-c compiles and runs a C sieve", async () => {
     const n = (await models.requests()).length;
     const run = await runExample("sieve-c");

@@ -1,6 +1,7 @@
 // Asks an OpenAI model for the 40th Fibonacci number, giving it a
 // run_python function backed by a Paddock sandbox (OpenAI Responses API:
-// function_call → function_call_output, chained with previous_response_id).
+// function_call → function_call_output, chained with previous_response_id;
+// a strict function, a fresh sandbox per call, a cost cap, eight turns at most).
 //
 //   PADDOCK_URL, PADDOCK_API_KEY     the Paddock daemon (default http://127.0.0.1:7419)
 //   OPENAI_API_KEY                   your key; OPENAI_BASE_URL overrides the API's address
@@ -13,14 +14,12 @@ import { Paddock } from "@paddock/sdk";
 
 import { RUN_PYTHON, describeCall, openaiTool, runTool } from "./tools.js";
 
-const MAX_TURNS = 10;
+const MAX_TURNS = 8;
 
 async function main(): Promise<void> {
   const openai = new OpenAI({ baseURL: process.env.OPENAI_BASE_URL || undefined });
   const model = process.env.OPENAI_MODEL || "gpt-5";
   const paddock = new Paddock();
-
-  await using sbx = await paddock.create({ metadata: { example: "fibonacci-openai-responses" } });
 
   const tools = [openaiTool(RUN_PYTHON)];
   let response = await openai.responses.create({
@@ -39,7 +38,14 @@ async function main(): Promise<void> {
     // previous response carries the rest of the conversation.
     const outputs: OpenAI.Responses.ResponseInputItem[] = [];
     for (const call of calls) {
-      const out = await runTool(sbx, call.name, call.arguments);
+      // A fresh sandbox for each call, with a cost cap, deleted right after.
+      const sbx = await paddock.create({ metadata: { example: "fibonacci-openai-responses" }, maxCostMicros: 50_000 });
+      let out;
+      try {
+        out = await runTool(sbx, call.name, call.arguments);
+      } finally {
+        await sbx.close();
+      }
       console.error(describeCall(call.name, out));
       outputs.push({ type: "function_call_output", call_id: call.call_id, output: out.content });
     }

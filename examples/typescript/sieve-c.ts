@@ -26,7 +26,14 @@ async function main(): Promise<void> {
 
   // The sandbox lives for the conversation: the C file and the binary stay
   // between calls. It is deleted when main returns.
-  await using sbx = await paddock.create({ metadata: { example: "sieve-c" } });
+  // No network, a 30-minute lease; at its end the sandbox's processes are
+  // killed ("stop" once the server accepts it as a lease-end action).
+  await using sbx = await paddock.create({
+    metadata: { example: "sieve-c" },
+    network: "off",
+    timeoutMs: 1_800_000,
+    onTimeout: "kill",
+  });
 
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: PROMPT }];
   for (let turn = 0; turn < MAX_TURNS; turn++) {

@@ -63,6 +63,11 @@ export function openaiTool(t: ToolDef) {
   return { type: "function" as const, name: t.name, description: t.description, parameters: t.schema, strict: true };
 }
 
+/** The tool as OpenAI Chat Completions takes it (a strict function tool). */
+export function openaiChatTool(t: ToolDef) {
+  return { type: "function" as const, function: { name: t.name, description: t.description, parameters: t.schema, strict: true } };
+}
+
 /** What a tool call returns to the model. */
 export interface ToolOutput {
   /** The text the model reads: JSON for a run, or an error message. */
@@ -114,7 +119,8 @@ export async function runTool(sbx: Sandbox, name: string, input: unknown): Promi
   } catch (err) {
     return error(`the arguments are not valid JSON: ${(err as Error).message}`);
   }
-  const limits = { timeout_seconds: CALL_TIMEOUT_SECONDS, max_output_bytes: OUTPUT_BUDGET };
+  // timeoutMs is the command's timeout: a run past it is a result with timed_out, not an exception.
+  const limits = { timeoutMs: CALL_TIMEOUT_SECONDS * 1000, max_output_bytes: OUTPUT_BUDGET };
   try {
     switch (name) {
       case "run_python": {

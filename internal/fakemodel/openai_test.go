@@ -130,6 +130,8 @@ func TestResponsesValidation(t *testing.T) {
 		{"no model", `{"input":"hi"}`, 400, "model", "Missing required parameter: 'model'."},
 		{"answered", cont(id, output(calls[1]), output(calls[0])), 200, "", ""},
 		{"replayed calls", `{"model":"m","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"c1","name":"run_python","arguments":"{}"},` + output("c1") + `]}`, 200, "", ""},
+		{"replayed two turns", `{"model":"m","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"c1","name":"run_python","arguments":"{}"},` + output("c1") +
+			`,{"type":"function_call","call_id":"c2","name":"run_python","arguments":"{}"},` + output("c2") + `]}`, 200, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +143,11 @@ func TestResponsesValidation(t *testing.T) {
 		})
 	}
 	reqs := fake.Requests()
+	// A replayed history (as the OpenAI Agents SDK sends): the script sees the last turn's results only.
+	if last := reqs[len(reqs)-1].State; last.Turn != 2 || len(last.Results) != 1 || last.Results[0].CallID != "c2" {
+		t.Fatalf("replayed two turns: state %+v", last)
+	}
+	reqs = reqs[:len(reqs)-1]
 	answered := reqs[len(reqs)-2].State
 	if answered.Turn != 1 || answered.Prompt != "hi" || len(answered.Results) != 2 || answered.Results[0].CallID != calls[1] || answered.Results[0].Content != "done" {
 		t.Fatalf("state %+v", answered)

@@ -216,6 +216,10 @@ func (s *Server) responsesState(req *respRequest) (st State, prev any, status in
 				st.Prompt, _ = textOf(it.Content)
 			}
 		case "function_call":
+			// A replayed history: the script sees the results of the last turn only.
+			if len(st.Results) > 0 {
+				st.Results = nil
+			}
 			pending[it.CallID], order = it.Name, append(order, it.CallID)
 		case "function_call_output":
 			name, ok := pending[it.CallID]

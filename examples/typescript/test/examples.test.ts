@@ -71,9 +71,9 @@ async function requestsSince(n: number) {
   return (await models.requests()).slice(n);
 }
 
-async function assertSandboxesGone(example: string): Promise<void> {
+async function assertSandboxesGone(example: string, count = 1): Promise<void> {
   const all = await daemon.client(0).list({ metadata: { example }, state: "all" }).toArray();
-  assert.equal(all.length, 1, "the example created one sandbox");
+  assert.equal(all.length, count, `the example created ${count} sandbox(es)`);
   assert.equal(all[0]?.state, "terminated", "the example deleted its sandbox");
 }
 
@@ -90,12 +90,22 @@ describe("examples", () => {
     await assertSandboxesGone("primes-anthropic");
   });
 
+  it("primes-ai-sdk prints the 1000th prime through the Vercel AI SDK", async () => {
+    const run = await runExample("primes-ai-sdk");
+    assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
+    assert.match(run.stdout, /\b7919\b/);
+    assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0", "[run_python] exit 0"]);
+    await assertSandboxesGone("primes-ai-sdk");
+  });
+
   it("sieve-c compiles and runs a C sieve", async () => {
     const n = (await models.requests()).length;
     const run = await runExample("sieve-c");
     assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
     assert.match(run.stdout, /\b78498 primes below 1000000\b/);
     assert.match(run.stdout, /\b999983\b/);
+    const [sbx] = await daemon.client(0).list({ metadata: { example: "sieve-c" }, state: "all" }).toArray();
+    assert.equal(sbx?.info.network.mode, "off");
     assert.deepEqual((await requestsSince(n)).map((r) => r.status), [200, 200, 200]);
     assert.deepEqual(toolLines(run.stderr), ["[run_command] exit 1", "[run_command] exit 0"]);
     await assertSandboxesGone("sieve-c");
@@ -108,7 +118,20 @@ describe("examples", () => {
     assert.match(run.stdout, /\b102334155\b/);
     assert.deepEqual((await requestsSince(n)).map((r) => [r.path, r.status]), [["/v1/responses", 200], ["/v1/responses", 200], ["/v1/responses", 200]]);
     assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0"]);
-    await assertSandboxesGone("fibonacci-openai-responses");
+    // A fresh sandbox per call, each with the cost cap.
+    await assertSandboxesGone("fibonacci-openai-responses", 2);
+    const all = await daemon.client(0).list({ metadata: { example: "fibonacci-openai-responses" }, state: "all" }).toArray();
+    assert.ok(all.every((s) => s.info.max_cost_micros === 50_000));
+  });
+
+  it("fibonacci-openai-chat prints the 40th Fibonacci number", async () => {
+    const n = (await models.requests()).length;
+    const run = await runExample("fibonacci-openai-chat");
+    assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
+    assert.match(run.stdout, /\b102334155\b/);
+    assert.deepEqual((await requestsSince(n)).map((r) => [r.path, r.status]), [["/v1/chat/completions", 200], ["/v1/chat/completions", 200], ["/v1/chat/completions", 200]]);
+    assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0"]);
+    await assertSandboxesGone("fibonacci-openai-chat");
   });
 });
 

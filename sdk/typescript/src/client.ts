@@ -1,9 +1,11 @@
 // The client: one daemon, its key, and the sandbox routes.
 
+import { Secrets, Templates, usage, type UsageOptions } from "./admin.js";
 import { ConnectionError } from "./errors.js";
 import { DEFAULT_TIMEOUT_MS, Transport, VERSION, env, pathOf, resolveURL, type RequestOptions } from "./http.js";
 import { Sandbox } from "./sandbox.js";
-import type { CreateSandboxRequest, Health, ListSandboxesResponse, SandboxInfo, SandboxState } from "./types.js";
+import type { Health, ListSandboxesResponse, SandboxInfo, SandboxState, Usage } from "./types.js";
+import { checkCreate, type CreateParams } from "./create.js";
 
 /** Options of the Paddock constructor. Every field is optional. */
 export interface PaddockOptions {
@@ -16,10 +18,11 @@ export interface PaddockOptions {
   /** Sent as `Authorization: Bearer <apiKey>`. Default: $PADDOCK_API_KEY. */
   apiKey?: string;
   /**
-   * Default deadline of each request in milliseconds (60000); 0 means none.
-   * Exec and wait extend it to cover the run time the daemon allows them.
+   * Default deadline of each HTTP request in milliseconds (60000); 0 means
+   * none. Exec and wait extend it to cover the run time the daemon allows
+   * them, so it never cuts a command short.
    */
-  timeoutMs?: number;
+  requestTimeoutMs?: number;
   /** The fetch to use; default globalThis.fetch. */
   fetch?: typeof fetch;
   /** Default "paddock-ts/<version>". */
@@ -107,8 +110,12 @@ function listPage(t: Transport, opts: ListOptions & RequestOptions): Promise<Lis
  * const res = await sbx.exec({ argv: ["python3", "-c", "print(6*7)"] });
  * ```
  */
-export class Paddock {
+export class Paddock implements AsyncDisposable {
   readonly #t: Transport;
+  /** The key's secrets. */
+  readonly secrets: Secrets;
+  /** Shared and per-key templates; `templates.create` builds with progress events. */
+  readonly templates: Templates;
 
   constructor(opts: PaddockOptions = {}) {
     const f = opts.fetch ?? globalThis.fetch;
@@ -116,10 +123,29 @@ export class Paddock {
     this.#t = new Transport(
       resolveURL(opts.url),
       (opts.apiKey || env("PADDOCK_API_KEY") || "").trim(),
-      opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      opts.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
       f,
       opts.userAgent ?? `paddock-ts/${VERSION}`,
     );
+    this.secrets = new Secrets(this.#t);
+    this.templates = new Templates(this.#t);
+  }
+
+  /** The calling key's consumption in a window (default the last 24 hours). */
+  usage(opts: UsageOptions = {}): Promise<Usage> {
+    return usage(this.#t, opts);
+  }
+
+  /** The daemon's OpenAPI document (YAML text); needs no API key. */
+  openapi(opts: RequestOptions = {}): Promise<string> {
+    return this.#t.call({ method: "GET", path: "/openapi.yaml", accept: "application/yaml", signal: opts.signal, timeoutMs: this.#t.deadline(opts) }, (res) => res.text());
+  }
+
+  /** The client holds no connections of its own; close() exists for symmetry with `await using`. */
+  async close(): Promise<void> {}
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   /** The base URL requests go to, after the defaults. */
@@ -132,12 +158,18 @@ export class Paddock {
     return this.#t.json<Health>({ method: "GET", path: "/health", signal: opts.signal, timeoutMs: this.#t.deadline(opts) });
   }
 
-  /** Creates and starts a sandbox; every field of params is optional. */
-  async create(params: CreateSandboxRequest = {}, opts: RequestOptions = {}): Promise<Sandbox> {
+  /**
+   * Creates and starts a sandbox; every field is optional. Takes the REST
+   * fields (`template`, `resources`, `env`, `metadata`, `network`, `secrets`,
+   * `timeout_seconds`, `on_timeout`, `max_cost_micros`) and their camelCase
+   * forms (`timeoutMs`, `onTimeout`, `maxCostMicros`); `network` may be a
+   * mode string ("off", "full", ...) or a NetworkPolicy.
+   */
+  async create(params: CreateParams = {}, opts: RequestOptions = {}): Promise<Sandbox> {
     const info = await this.#t.json<SandboxInfo>({
       method: "POST",
       path: "/sandboxes",
-      json: params,
+      json: checkCreate(params),
       signal: opts.signal,
       timeoutMs: this.#t.deadline(opts),
     });

@@ -21,7 +21,8 @@ export class ConnectionError extends PaddockError {
   }
 }
 
-/** A request took longer than its `timeoutMs` and was cancelled. */
+/** An HTTP request took longer than its `requestTimeoutMs` and was cancelled.
+ * A command that outlives its own `timeoutMs` is a result (`timed_out`), not this error. */
 export class RequestTimeoutError extends ConnectionError {
   constructor(message: string, options: PaddockErrorOptions = {}) {
     super(message, { code: "timeout", ...options });

@@ -23,13 +23,14 @@ export interface RequestOptions {
   /** Cancels the request; the call then rejects with the signal's reason. */
   signal?: AbortSignal;
   /**
-   * Deadline of the request in milliseconds; past it the request is
+   * Deadline of the HTTP request in milliseconds; past it the request is
    * cancelled and the call rejects with a `RequestTimeoutError`. 0 means
-   * none. The default is the client's `timeoutMs`, extended for calls whose
-   * run time the daemon bounds (exec, wait). For streams the deadline
-   * covers the wait for the answer's headers only.
+   * none. The default is the client's `requestTimeoutMs`, extended for calls
+   * whose run time the daemon bounds (exec, wait). For streams the deadline
+   * covers the wait for the answer's headers only. (A command's own timeout
+   * is `timeoutMs` of exec, which ends in a `timed_out` result, not an error.)
    */
-  timeoutMs?: number;
+  requestTimeoutMs?: number;
 }
 
 type QueryValue = string | number | boolean | undefined;
@@ -201,7 +202,11 @@ export class Transport {
 
   /** The deadline of a call: its own, else the client's, else at least `minMs`. */
   deadline(opts: RequestOptions | undefined, minMs = 0): number {
-    if (opts?.timeoutMs !== undefined) return opts.timeoutMs;
+    const own = opts?.requestTimeoutMs;
+    if (own !== undefined) {
+      if (!(own >= 0)) throw new RangeError(`requestTimeoutMs must be a number >= 0, got ${String(own)}`);
+      return own;
+    }
     if (this.timeoutMs <= 0 || !Number.isFinite(this.timeoutMs)) return 0;
     return Math.max(this.timeoutMs, minMs);
   }

@@ -1,18 +1,11 @@
 // @paddock/sdk: the TypeScript SDK of Paddock, the self-hosted sandbox server.
 
 export { Paddock, SandboxList, type ListOptions, type PaddockOptions } from "./client.js";
-export {
-  Files,
-  Process,
-  Sandbox,
-  type ExecParams,
-  type ListFilesOptions,
-  type MkdirOptions,
-  type RemoveOptions,
-  type WaitOptions,
-  type WriteFileOptions,
-  type WriteStdinOptions,
-} from "./sandbox.js";
+export { Secrets, Templates, type BuildOptions, type UsageOptions } from "./admin.js";
+export type { CreateParams } from "./create.js";
+export { Sandbox, type Command, type ExecOptions, type ExecParams } from "./sandbox.js";
+export { Files, type ListFilesOptions, type MkdirOptions, type RemoveOptions, type WriteFileOptions } from "./files.js";
+export { Process, type WaitOptions, type WriteStdinOptions } from "./process.js";
 export { DEFAULT_TIMEOUT_MS, DEFAULT_URL, VERSION, type RequestOptions } from "./http.js";
 export type { EventBase, ExecEvent, ExitEvent, OutputEvent, StartEvent } from "./stream.js";
 export {

@@ -1,5 +1,7 @@
 // Sandbox handles: exec, streams, files, background processes, lease, deletion.
 
+import { Files } from "./files.js";
+import { Process } from "./process.js";
 import { NotFoundError } from "./errors.js";
 import { GRACE_MS, pathOf, type RequestOptions, type Transport } from "./http.js";
 import { events, toBase64, type ExecEvent } from "./stream.js";
@@ -8,11 +10,13 @@ import type {
   ExecRequest,
   ExecRequestOptions,
   ExecResult,
-  FileEntry,
-  ListFilesResponse,
+  ListPortsResponse,
   ListProcessesResponse,
+  Metrics,
+  NetworkPolicy,
+  Port,
   ProcessInfo,
-  ProcessState,
+  Template,
   SandboxInfo,
   SandboxState,
   ShellCommand,
@@ -26,323 +30,67 @@ import type {
 export type ExecParams = (ArgvCommand | ShellCommand) &
   Omit<ExecRequestOptions, "stdin"> & {
     stdin?: string | Uint8Array;
+    /**
+     * The command's timeout in milliseconds (sent as `timeout_seconds`); a
+     * command that outlives it is killed and the result has `timed_out: true`.
+     * Takes precedence over `timeout_seconds`.
+     */
+    timeoutMs?: number;
   };
+
+/** What exec, execStream and start accept: a shell command line, an argv, or ExecParams. */
+export type Command = string | readonly string[] | ExecParams;
+
+/** Options of exec: the request options plus the command's own timeout. */
+export interface ExecOptions extends RequestOptions {
+  /**
+   * The command's timeout in milliseconds. Past it the command and what it
+   * started are killed and exec resolves with `timed_out: true` — never an
+   * exception. The HTTP deadline is derived from it plus a margin; set
+   * `requestTimeoutMs` to bound the request itself.
+   */
+  timeoutMs?: number;
+}
 
 /** The default exec timeout of the daemon, in seconds. */
 const DEFAULT_EXEC_SECONDS = 60;
 
-/** The longest single wait the daemon accepts, in seconds. */
-const MAX_WAIT_SECONDS = 3600;
-
-/** How long one wait lasts when the caller waits without a timeout. */
-const WAIT_CHUNK_SECONDS = 300;
-
-function toWire(p: ExecParams): ExecRequest {
-  const { stdin, ...rest } = p;
+/** Checks a command and turns it into the wire request; bad input throws before any request. */
+export function toWire(cmd: Command, timeoutMs?: number): ExecRequest {
+  let p: ExecParams;
+  if (typeof cmd === "string") p = { command: cmd };
+  else if (Array.isArray(cmd)) p = { argv: [...(cmd as readonly string[])] };
+  else if (cmd && typeof cmd === "object") p = cmd as ExecParams;
+  else throw new TypeError(`command must be a string, an argv array or {argv}|{command}, got ${typeof cmd}`);
+  const { stdin, timeoutMs: own, ...rest } = p;
+  const hasArgv = rest.argv !== undefined;
+  const hasCmd = rest.command !== undefined;
+  if (hasArgv === hasCmd) throw new TypeError("exactly one of argv and command must be given");
+  if (hasArgv && (!Array.isArray(rest.argv) || rest.argv.length === 0 || rest.argv.some((a) => typeof a !== "string"))) {
+    throw new TypeError("argv must be a non-empty array of strings");
+  }
+  if (hasCmd && (typeof rest.command !== "string" || rest.command === "")) {
+    throw new TypeError("command must be a non-empty string");
+  }
   const req = { ...rest } as ExecRequest;
+  const ms = timeoutMs ?? own;
+  if (ms !== undefined) {
+    if (typeof ms !== "number" || !(ms > 0) || !Number.isFinite(ms)) {
+      throw new RangeError(`timeoutMs must be a finite number > 0, got ${String(ms)}`);
+    }
+    req.timeout_seconds = ms / 1000;
+  }
+  if (req.timeout_seconds !== undefined && (typeof req.timeout_seconds !== "number" || !(req.timeout_seconds >= 0))) {
+    throw new RangeError(`timeout_seconds must be a number >= 0, got ${String(req.timeout_seconds)}`);
+  }
   if (typeof stdin === "string") req.stdin = stdin;
-  else if (stdin !== undefined) req.stdin_base64 = toBase64(stdin);
+  else if (stdin instanceof Uint8Array) req.stdin_base64 = toBase64(stdin);
+  else if (stdin !== undefined) throw new TypeError("stdin must be a string or a Uint8Array");
   return req;
 }
 
-function toBytes(data: string | Uint8Array | ArrayBuffer): Uint8Array {
-  if (typeof data === "string") return new TextEncoder().encode(data);
-  if (data instanceof Uint8Array) return data;
-  return new Uint8Array(data);
-}
-
-/** Formats permission bits for the API ("0644"); strings pass through. */
-function modeString(mode: number | string | undefined): string | undefined {
-  if (mode === undefined) return undefined;
-  if (typeof mode === "string") return mode;
-  if (!Number.isInteger(mode) || mode < 0) throw new RangeError(`bad file mode ${mode}`);
-  return (mode & 0o7777).toString(8).padStart(4, "0");
-}
-
-function secondsParam(s: number): string {
-  return String(Math.round(s * 1000) / 1000);
-}
-
-/** Options of Files.write. */
-export interface WriteFileOptions extends RequestOptions {
-  /** Permission bits, as a number (0o755) or an octal string ("0755"); default 0644. */
-  mode?: number | string;
-}
-
-/** Options of Files.mkdir. */
-export interface MkdirOptions extends RequestOptions {
-  /** Permission bits, as a number (0o700) or an octal string ("0700"); default 0755. */
-  mode?: number | string;
-}
-
-/** Options of Files.list. */
-export interface ListFilesOptions extends RequestOptions {
-  /** Levels to descend; 1 (the default) lists the directory's own entries. */
-  depth?: number;
-}
-
-/** Options of Files.remove. */
-export interface RemoveOptions extends RequestOptions {
-  /** Also delete a directory's contents. */
-  recursive?: boolean;
-}
-
-/**
- * The file system of a sandbox. Paths are absolute or relative to
- * /workspace; operations run inside the sandbox's own mount namespace.
- */
-export class Files {
-  readonly #t: Transport;
-  readonly #sandbox: Sandbox;
-
-  /** @internal Use `sandbox.files`. */
-  constructor(t: Transport, sandbox: Sandbox) {
-    this.#t = t;
-    this.#sandbox = sandbox;
-  }
-
-  #path(...segments: string[]): string {
-    return pathOf("sandboxes", this.#sandbox.id, "files", ...segments);
-  }
-
-  /** Creates or replaces the file at path (strings are written as UTF-8), creating missing parents. */
-  write(path: string, data: string | Uint8Array | ArrayBuffer, opts: WriteFileOptions = {}): Promise<FileEntry> {
-    return this.#t.json<FileEntry>({
-      method: "PUT",
-      path: this.#path(),
-      query: { path, mode: modeString(opts.mode) },
-      body: toBytes(data),
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-  }
-
-  /** The content of the file at path. */
-  read(path: string, opts: RequestOptions = {}): Promise<Uint8Array> {
-    return this.#t.call(
-      {
-        method: "GET",
-        path: this.#path(),
-        query: { path },
-        accept: "application/octet-stream",
-        signal: opts.signal,
-        timeoutMs: this.#t.deadline(opts),
-      },
-      async (res) => new Uint8Array(await res.arrayBuffer()),
-    );
-  }
-
-  /** The content of the file at path, decoded as UTF-8. */
-  async readText(path: string, opts: RequestOptions = {}): Promise<string> {
-    return new TextDecoder().decode(await this.read(path, opts));
-  }
-
-  /** Lists the directory at path (default /workspace). Symlinks are listed, not followed. */
-  async list(path?: string, opts: ListFilesOptions = {}): Promise<FileEntry[]> {
-    const res = await this.#t.json<ListFilesResponse>({
-      method: "GET",
-      path: this.#path("list"),
-      query: { path: path || undefined, depth: opts.depth || undefined },
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-    return res.entries ?? [];
-  }
-
-  /** Describes the file at path; a missing file throws NotFoundError. */
-  stat(path: string, opts: RequestOptions = {}): Promise<FileEntry> {
-    return this.#t.json<FileEntry>({
-      method: "GET",
-      path: this.#path("stat"),
-      query: { path },
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-  }
-
-  /** Whether something exists at path. */
-  async exists(path: string, opts: RequestOptions = {}): Promise<boolean> {
-    try {
-      await this.stat(path, opts);
-      return true;
-    } catch (err) {
-      if (err instanceof NotFoundError) return false;
-      throw err;
-    }
-  }
-
-  /** Deletes the file or empty directory at path; `recursive` also deletes a directory's contents. */
-  remove(path: string, opts: RemoveOptions = {}): Promise<void> {
-    return this.#t.empty({
-      method: "DELETE",
-      path: this.#path(),
-      query: { path, recursive: opts.recursive ? "true" : undefined },
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-  }
-
-  /** Creates the directory at path and any missing parents. */
-  mkdir(path: string, opts: MkdirOptions = {}): Promise<FileEntry> {
-    return this.#t.json<FileEntry>({
-      method: "POST",
-      path: this.#path("mkdir"),
-      query: { path, mode: modeString(opts.mode) },
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-  }
-}
-
-/** Options of Process.wait. */
-export interface WaitOptions extends RequestOptions {
-  /**
-   * How long to wait, in seconds. Without it, wait returns only once the
-   * process has exited (or the signal aborts).
-   */
-  timeoutSeconds?: number;
-}
-
-/** Options of Process.writeStdin. */
-export interface WriteStdinOptions extends RequestOptions {
-  /** Close standard input after writing. */
-  eof?: boolean;
-}
-
-/**
- * A background process of a sandbox, from `sandbox.start()` or
- * `sandbox.process(id)`. `info` is the last state the daemon reported.
- */
-export class Process {
-  readonly #t: Transport;
-  #info: ProcessInfo;
-  /** The sandbox the process runs in. */
-  readonly sandbox: Sandbox;
-
-  /** @internal Use `sandbox.start()` or `sandbox.process(id)`. */
-  constructor(t: Transport, sandbox: Sandbox, info: ProcessInfo) {
-    this.#t = t;
-    this.sandbox = sandbox;
-    this.#info = info;
-  }
-
-  /** The process id used in URLs (not the pid). */
-  get id(): string {
-    return this.#info.id;
-  }
-  /** The pid inside the sandbox. */
-  get pid(): number {
-    return this.#info.pid;
-  }
-  get state(): ProcessState {
-    return this.#info.state;
-  }
-  /** The result, once the process has exited. */
-  get result(): ExecResult | undefined {
-    return this.#info.result;
-  }
-  /** The last state the daemon reported. */
-  get info(): ProcessInfo {
-    return this.#info;
-  }
-
-  #path(...segments: string[]): string {
-    return pathOf("sandboxes", this.sandbox.id, "processes", this.#info.id, ...segments);
-  }
-
-  /** Fetches the process's current state. */
-  async refresh(opts: RequestOptions = {}): Promise<ProcessInfo> {
-    this.#info = await this.#t.json<ProcessInfo>({
-      method: "GET",
-      path: this.#path(),
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-    return this.#info;
-  }
-
-  /**
-   * Waits for the process to exit and returns its state, `result` included.
-   * With `timeoutSeconds` it returns after that long even when the process
-   * is still running (`state` "running").
-   */
-  async wait(opts: WaitOptions = {}): Promise<ProcessInfo> {
-    const { timeoutSeconds } = opts;
-    if (timeoutSeconds !== undefined && !(timeoutSeconds >= 0)) {
-      throw new RangeError(`bad timeoutSeconds ${timeoutSeconds}`);
-    }
-    const deadline = timeoutSeconds === undefined ? Infinity : Date.now() + timeoutSeconds * 1000;
-    for (;;) {
-      const left = deadline === Infinity ? WAIT_CHUNK_SECONDS : Math.max(0, (deadline - Date.now()) / 1000);
-      const chunk = Math.min(left, MAX_WAIT_SECONDS);
-      this.#info = await this.#t.json<ProcessInfo>({
-        method: "POST",
-        path: this.#path("wait"),
-        query: { timeout_seconds: secondsParam(chunk) },
-        signal: opts.signal,
-        timeoutMs: this.#t.deadline(opts, chunk * 1000 + GRACE_MS),
-      });
-      if (this.#info.state !== "running") return this.#info;
-      if (deadline !== Infinity && (chunk >= left || Date.now() >= deadline)) return this.#info;
-    }
-  }
-
-  /**
-   * The process's output events: what was buffered so far is replayed,
-   * then live output, then the exit event. Every event carries
-   * `process_id`. Leaving the loop early cancels the request.
-   */
-  async *output(opts: RequestOptions = {}): AsyncGenerator<ExecEvent, void, undefined> {
-    const id = this.#info.id;
-    for await (const ev of events(this.#t, {
-      method: "GET",
-      path: this.#path("output"),
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    })) {
-      ev.process_id ??= id;
-      yield ev;
-    }
-  }
-
-  /**
-   * Writes to the process's standard input (strings as UTF-8). The process
-   * must have been started with `keep_stdin_open: true`; `eof` closes stdin
-   * afterwards.
-   */
-  writeStdin(data: string | Uint8Array | ArrayBuffer, opts: WriteStdinOptions = {}): Promise<void> {
-    return this.#t.empty({
-      method: "POST",
-      path: this.#path("stdin"),
-      query: { eof: opts.eof ? "true" : undefined },
-      body: toBytes(data),
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-  }
-
-  /** Closes the process's standard input. */
-  closeStdin(opts: RequestOptions = {}): Promise<void> {
-    return this.writeStdin(new Uint8Array(0), { ...opts, eof: true });
-  }
-
-  /**
-   * Sends a signal ("SIGTERM", "SIGINT", ...) to the process. The default,
-   * SIGKILL, kills the whole process tree.
-   */
-  kill(signal = "SIGKILL", opts: RequestOptions = {}): Promise<void> {
-    return this.#t.empty({
-      method: "POST",
-      path: this.#path("kill"),
-      json: { signal },
-      signal: opts.signal,
-      timeoutMs: this.#t.deadline(opts),
-    });
-  }
-
-  toJSON(): ProcessInfo {
-    return this.#info;
-  }
+function checkPort(port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`port must be an integer in 1..65535, got ${String(port)}`);
 }
 
 /**
@@ -403,13 +151,14 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /**
-   * Runs a command to completion. A non-zero exit and a timeout are
-   * results (`exit_code`, `signal`, `timed_out`), not errors. The request's
-   * default deadline is the command's `timeout_seconds` (60 by default)
-   * plus 30 s.
+   * Runs a command to completion: a shell line (`"ls -l"`), an argv
+   * (`["python3", "-c", "print(1)"]`) or ExecParams. A non-zero exit and a
+   * timeout are results (`exit_code`, `signal`, `timed_out`), never errors:
+   * `opts.timeoutMs` is the command's timeout, and the HTTP deadline is that
+   * (60 s by default) plus 30 s unless `opts.requestTimeoutMs` says otherwise.
    */
-  exec(params: ExecParams, opts: RequestOptions = {}): Promise<ExecResult> {
-    const req = toWire(params);
+  async exec(params: Command, opts: ExecOptions = {}): Promise<ExecResult> {
+    const req = toWire(params, opts.timeoutMs);
     return this.#t.json<ExecResult>({
       method: "POST",
       path: this.#path("exec"),
@@ -420,7 +169,7 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** Runs command through the sandbox's shell (bash -lc) with the daemon's defaults. */
-  run(command: string, opts: RequestOptions = {}): Promise<ExecResult> {
+  run(command: string, opts: ExecOptions = {}): Promise<ExecResult> {
     return this.exec({ command }, opts);
   }
 
@@ -430,11 +179,11 @@ export class Sandbox implements AsyncDisposable {
    * event or a broken stream throws. Leaving the loop early cancels the
    * request. Nothing is sent until the iteration starts.
    */
-  execStream(params: ExecParams, opts: RequestOptions = {}): AsyncGenerator<ExecEvent, void, undefined> {
+  execStream(params: Command, opts: ExecOptions = {}): AsyncGenerator<ExecEvent, void, undefined> {
     return events(this.#t, {
       method: "POST",
       path: this.#path("exec"),
-      json: toWire(params),
+      json: toWire(params, opts.timeoutMs),
       signal: opts.signal,
       timeoutMs: this.#t.deadline(opts),
     });
@@ -445,11 +194,11 @@ export class Sandbox implements AsyncDisposable {
    * `timeout_seconds` 0 or absent means no timeout beyond the lease; use
    * `keep_stdin_open: true` to feed it later with `writeStdin`.
    */
-  async start(params: ExecParams, opts: RequestOptions = {}): Promise<Process> {
+  async start(params: Command, opts: ExecOptions = {}): Promise<Process> {
     const info = await this.#t.json<ProcessInfo>({
       method: "POST",
       path: this.#path("processes"),
-      json: toWire(params),
+      json: toWire(params, opts.timeoutMs),
       signal: opts.signal,
       timeoutMs: this.#t.deadline(opts),
     });
@@ -493,6 +242,74 @@ export class Sandbox implements AsyncDisposable {
       timeoutMs: this.#t.deadline(opts),
     });
     return this.#info;
+  }
+
+  /** Freezes every process (the lease keeps running unless the daemon's config says otherwise). */
+  async pause(opts: RequestOptions = {}): Promise<SandboxInfo> {
+    return (this.#info = await this.#post("pause", undefined, opts));
+  }
+
+  /** Thaws a paused sandbox; `expires_at` is renewed. */
+  async resume(opts: RequestOptions = {}): Promise<SandboxInfo> {
+    return (this.#info = await this.#post("resume", undefined, opts));
+  }
+
+  /** Replaces the sandbox's egress policy, for example `{ mode: "off" }`. */
+  async updateNetwork(policy: NetworkPolicy, opts: RequestOptions = {}): Promise<SandboxInfo> {
+    if (!policy || typeof policy !== "object" || typeof policy.mode !== "string") {
+      throw new TypeError('policy must be a NetworkPolicy such as { mode: "off" }');
+    }
+    this.#info = await this.#t.json<SandboxInfo>({
+      method: "PATCH",
+      path: this.#path("network"),
+      json: policy,
+      signal: opts.signal,
+      timeoutMs: this.#t.deadline(opts),
+    });
+    return this.#info;
+  }
+
+  /** The sandbox's resource use and cost so far. */
+  metrics(opts: RequestOptions = {}): Promise<Metrics> {
+    return this.#t.json<Metrics>({ method: "GET", path: this.#path("metrics"), signal: opts.signal, timeoutMs: this.#t.deadline(opts) });
+  }
+
+  /** The TCP ports listening in the sandbox, each with its `url` and `signed_url`. */
+  async ports(opts: RequestOptions = {}): Promise<Port[]> {
+    const res = await this.#t.json<ListPortsResponse>({ method: "GET", path: this.#path("ports"), signal: opts.signal, timeoutMs: this.#t.deadline(opts) });
+    return res.ports ?? [];
+  }
+
+  /**
+   * The URL that reaches `port` inside the sandbox through the daemon (it
+   * needs the API key in the Authorization header). `path` is appended.
+   */
+  portUrl(port: number, path = "/"): string {
+    checkPort(port);
+    return this.#t.url(this.#path("ports", String(port)) + (path.startsWith("/") ? path : `/${path}`));
+  }
+
+  /**
+   * A URL that reaches `port` without the API key (a token for this sandbox
+   * and port); the port must be listening. `path` is appended.
+   */
+  async signedPortUrl(port: number, path = "/", opts: RequestOptions = {}): Promise<string> {
+    checkPort(port);
+    const found = (await this.ports(opts)).find((p) => p.port === port);
+    if (!found) throw new RangeError(`port ${port} is not listening in sandbox ${this.id}`);
+    const u = new URL(found.signed_url, this.#t.baseURL);
+    u.pathname = u.pathname.replace(/\/+$/, "") + (path.startsWith("/") ? path : `/${path}`);
+    return u.toString();
+  }
+
+  /** Saves the sandbox's file system as a new template `name[:tag]`. */
+  snapshot(name: string, opts: RequestOptions = {}): Promise<Template> {
+    if (typeof name !== "string" || name === "") throw new TypeError("name must be a non-empty string");
+    return this.#post<Template>("snapshot", { name }, opts);
+  }
+
+  #post<T = SandboxInfo>(segment: string, json: unknown, opts: RequestOptions): Promise<T> {
+    return this.#t.json<T>({ method: "POST", path: this.#path(segment), json, signal: opts.signal, timeoutMs: this.#t.deadline(opts) });
   }
 
   /**

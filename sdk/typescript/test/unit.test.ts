@@ -188,11 +188,11 @@ describe("deadlines and cancellation", () => {
       await sleep(2000);
       json(res, 200, { status: "ok", version: "x" });
     });
-    const p = new Paddock({ url: base, timeoutMs: 200 });
+    const p = new Paddock({ url: base, requestTimeoutMs: 200 });
     const t0 = Date.now();
     await assert.rejects(p.health(), RequestTimeoutError);
     assert.ok(Date.now() - t0 < 1500);
-    await assert.rejects(new Paddock({ url: base }).health({ timeoutMs: 100 }), (err: unknown) => {
+    await assert.rejects(new Paddock({ url: base }).health({ requestTimeoutMs: 100 }), (err: unknown) => {
       assert.ok(err instanceof RequestTimeoutError);
       assert.ok(err instanceof ConnectionError);
       assert.equal(err.code, "timeout");
@@ -201,7 +201,7 @@ describe("deadlines and cancellation", () => {
   });
 
   it("extends the default deadline of exec by its timeout_seconds", async () => {
-    const p = new Paddock({ url: base, apiKey: "k", timeoutMs: 100 });
+    const p = new Paddock({ url: base, apiKey: "k", requestTimeoutMs: 100 });
     const sbx = await sandbox(p);
     routes.set("POST /v1/sandboxes/sb1/exec", async (_q, _b, res) => {
       await sleep(400);
@@ -209,7 +209,7 @@ describe("deadlines and cancellation", () => {
     });
     const res = await sbx.exec({ command: "x", timeout_seconds: 1 });
     assert.equal(res.stdout, "ok");
-    await assert.rejects(sbx.exec({ command: "x" }, { timeoutMs: 100 }), RequestTimeoutError);
+    await assert.rejects(sbx.exec({ command: "x" }, { requestTimeoutMs: 100 }), RequestTimeoutError);
   });
 
   it("aborts with the signal's reason", async () => {
@@ -351,7 +351,7 @@ describe("event streams", () => {
     const reason = new Error("enough");
     await assert.rejects(
       (async () => {
-        for await (const ev of sbx.execStream({ command: "x" }, { signal: ac.signal, timeoutMs: 50 })) {
+        for await (const ev of sbx.execStream({ command: "x" }, { signal: ac.signal, requestTimeoutMs: 50 })) {
           if (ev.type === "start") setTimeout(() => ac.abort(reason), 200);
         }
       })(),

@@ -1,0 +1,6 @@
+// @paddock/sdk/tools: tool definitions, an executor and ready loops for model APIs.
+
+export * from "./definitions.js";
+export { errorResult, formatExec, truncateMiddle, type ToolResult } from "./format.js";
+export { ToolSession, type Executor, type SessionOptions } from "./session.js";
+export * from "./loops.js";

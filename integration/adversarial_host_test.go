@@ -262,7 +262,14 @@ func TestAdversarialTmpfsFill(t *testing.T) {
 		for _, dir := range []string{"/dev/shm", "/dev", "/sys/fs/cgroup"} {
 			res := advExec(t, sb, fmt.Sprintf("[ -w %[1]s ] || { echo read-only; exit 0; }; dd if=/dev/zero of=%[1]s/fill bs=1M count=%[2]d 2>&1 | tail -1; ls -s --block-size=M %[1]s/fill", dir, 4*memMiB), 60)
 			results = append(results, fmt.Sprintf("%s: exit %v signal %v oom %v %q", dir, ptr(res.ExitCode), ptr(res.Signal), res.OOMKilled, strings.TrimSpace(res.Stdout)))
-			if r := advExec(t, sb, fmt.Sprintf("rm -f %s/fill; echo usable", dir), 30); r.Stdout != "usable\n" {
+			// The fill file holds the cgroup's memory, so a new process
+			// (an `rm`) may itself be OOM-killed: remove it through the
+			// agent's file API, which runs no process, then check that
+			// commands run again.
+			if err := sb.Files().Remove(ctxT(t), dir+"/fill", false); err != nil && !errors.Is(err, client.ErrNotFound) {
+				t.Errorf("remove %s/fill: %v", dir, err)
+			}
+			if r := advExec(t, sb, "echo usable", 30); r.Stdout != "usable\n" {
 				t.Errorf("sandbox after filling %s: %+v", dir, r)
 			}
 		}

@@ -40,14 +40,19 @@ type NetworkConfig struct {
 	// UpstreamCA is a PEM file of extra roots the proxy trusts when it
 	// forwards requests carrying secrets.
 	UpstreamCA string `json:"upstream_ca,omitempty"`
+	// AllowPrivate are the special ranges (loopback, link-local, private,
+	// the host's addresses) tenants' allow entries may open
+	// (--network-allow-private); see egress.Ceiling.
+	AllowPrivate []string `json:"allow_private,omitempty"`
 }
 
 // netAttacher is the manager's Network: namespaces and packet rules from
 // internal/network, connections from the egress proxy.
 type netAttacher struct {
 	nm    *network.Manager
-	proxy *egress.Proxy
-	caPEM []byte
+	proxy   *egress.Proxy
+	caPEM   []byte
+	ceiling *egress.Ceiling
 }
 
 var _ manager.Network = (*netAttacher)(nil)
@@ -70,6 +75,10 @@ func (a *netAttacher) Attach(ctx context.Context, id string, p sandbox.NetworkPo
 
 func (a *netAttacher) Update(ctx context.Context, id string, p sandbox.NetworkPolicy) error {
 	return a.nm.Update(ctx, id, netPolicy(p))
+}
+
+func (a *netAttacher) Check(p sandbox.NetworkPolicy) error {
+	return a.ceiling.CheckRules(egress.Rules{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny})
 }
 
 func (a *netAttacher) PolicyChanged(id string) { a.proxy.PolicyChanged(id) }
@@ -131,6 +140,14 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	}()
 	eg := manager.NewEgress(st, nm.SandboxByAddr)
 	blocked, _ := egress.HostPrefixes()
+	ceiling := &egress.Ceiling{Host: blocked, Pool: []netip.Prefix{pool}}
+	for _, s := range nc.AllowPrivate {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("network allow_private: %w", err)
+		}
+		ceiling.Allow = append(ceiling.Allow, p.Masked())
+	}
 	ecfg := egress.Config{
 		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked,
 		MaxConnsPerSandbox: nc.MaxConnections, BytesPerSecond: nc.BytesPerSecond, Log: log,
@@ -186,7 +203,7 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	go proxy.ServeDNS(pctx, udp)
 	go proxy.ServeDNSTCP(pctx, dnsTCP)
 	log.Info("networking ready", "pool", pool, "proxy_port", nc.ProxyPort, "dns_port", nc.DNSPort)
-	return &netAttacher{nm: nm, proxy: proxy, caPEM: caPEM}, eg, func() {
+	return &netAttacher{nm: nm, proxy: proxy, caPEM: caPEM, ceiling: ceiling}, eg, func() {
 		cancel()
 		tcp.Close()
 		udp.Close()

@@ -26,6 +26,9 @@ type Network interface {
 	// PolicyChanged tells the egress proxy that id's stored policy
 	// changed, so that it re-checks id's open connections.
 	PolicyChanged(id string)
+	// Check reports whether p's entries stay within the operator's
+	// ceiling (egress.Ceiling); errors say which entry and why.
+	Check(p sandbox.NetworkPolicy) error
 	// Detach removes id's network state; it is idempotent.
 	Detach(ctx context.Context, id string) error
 	// List returns the ids that have network state on the host.
@@ -52,7 +55,7 @@ func (m *Manager) validateNetwork(owner string, req sandbox.CreateRequest, rec *
 			p.Mode = sandbox.NetworkOff
 		}
 	}
-	if err := checkPolicy(p); err != nil {
+	if err := m.checkPolicy(p); err != nil {
 		return err
 	}
 	if p.Mode != sandbox.NetworkOff && m.net == nil {
@@ -84,7 +87,7 @@ func (m *Manager) validateNetwork(owner string, req sandbox.CreateRequest, rec *
 	return nil
 }
 
-func checkPolicy(p store.NetworkPolicy) error {
+func (m *Manager) checkPolicy(p store.NetworkPolicy) error {
 	if !slices.Contains([]string{sandbox.NetworkOff, sandbox.NetworkAllowlist, sandbox.NetworkFull}, p.Mode) {
 		return fmt.Errorf("%w: network mode must be off, allowlist or full", sandbox.ErrInvalid)
 	}
@@ -99,6 +102,11 @@ func checkPolicy(p store.NetworkPolicy) error {
 	}
 	if err := (egress.Rules{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}).Validate(); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
+	}
+	if m.net != nil {
+		if err := m.net.Check(domainPolicy(p)); err != nil {
+			return fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
+		}
 	}
 	return nil
 }
@@ -167,7 +175,7 @@ func (m *Manager) UpdateNetwork(ctx context.Context, owner, id string, p sandbox
 	if np.Mode == "" {
 		np.Mode = r.Network.Mode
 	}
-	if err := checkPolicy(np); err != nil {
+	if err := m.checkPolicy(np); err != nil {
 		return nil, err
 	}
 	oldOff := r.Network.Mode == "" || r.Network.Mode == sandbox.NetworkOff

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,6 +29,9 @@ type ceilService struct {
 	port     string
 	accepted atomic.Int64
 }
+
+// storeName matches the store's internal image names in errors.
+var storeName = regexp.MustCompile(`\b[tp]-[0-9a-f]{16,}\b`)
 
 const ceilSecret = "UPSTREAM-SECRET-root:x:0:0"
 
@@ -156,8 +160,12 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 			_, err := c.CreateTemplate(ctx, api.CreateTemplateRequest{Name: "ceil-ssrf", From: &api.TemplateSource{Image: ref}})
 			badRequest(t, "import "+ref, err, "registry policy")
 		}
+		// A build's FROM that is no template is pulled the same way (and
+		// answered as an unknown template).
 		_, err := c.CreateTemplate(ctx, api.CreateTemplateRequest{Name: "ceil-ssrf-build", Dockerfile: "FROM " + unlisted.addr + "/x:v1\nRUN true\n"})
-		badRequest(t, "build FROM "+unlisted.addr, err, "registry policy")
+		if err == nil || !strings.Contains(err.Error(), "registry policy") {
+			t.Errorf("build FROM %s: %v", unlisted.addr, err)
+		}
 
 		// Listed registries: an open port answering with secrets and a
 		// closed port give the same error, without the upstream's words.
@@ -169,7 +177,7 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 				t.Errorf("upstream body in the error: %v", err)
 			}
 			if err != nil {
-				msgs = append(msgs, strings.ReplaceAll(err.Error(), host, "HOST"))
+				msgs = append(msgs, storeName.ReplaceAllString(strings.ReplaceAll(err.Error(), host, "HOST"), "IMAGE"))
 			}
 		}
 		if len(msgs) == 2 && msgs[0] != msgs[1] {

@@ -72,8 +72,8 @@ var ceilingRanges = func() []ceilingRange {
 	return out
 }()
 
-// ranges lists every range of c with its reason, the most specific
-// first; liftable reports whether the operator may open it.
+// ranges lists every range of c with its reason: the pool first, the
+// host's addresses last; liftable reports whether the operator may open it.
 func (c *Ceiling) ranges(yield func(r ceilingRange, liftable bool) bool) {
 	if c != nil {
 		for _, p := range c.Pool {
@@ -81,15 +81,17 @@ func (c *Ceiling) ranges(yield func(r ceilingRange, liftable bool) bool) {
 				return
 			}
 		}
-		for _, p := range c.Host {
-			if !yield(ceilingRange{p, "an address of the daemon's host"}, true) {
-				return
-			}
-		}
 	}
 	for _, r := range ceilingRanges {
 		if !yield(r, true) {
 			return
+		}
+	}
+	if c != nil {
+		for _, p := range c.Host {
+			if !yield(ceilingRange{p, "an address of the daemon's host"}, true) {
+				return
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ func TestCeilingCheckRules(t *testing.T) {
 	}{
 		{c, "8.8.8.8", ""},
 		{c, "203.0.113.0/25:443", "address of the daemon's host"},
+		{&Ceiling{Host: []netip.Prefix{P("127.0.0.1/32")}}, "127.0.0.1", "loopback"},
 		{c, "pypi.org", ""},
 		{c, "localhost.example.com", ""}, // names: checked on every answer
 		{c, "127.0.0.0/8", "loopback"},

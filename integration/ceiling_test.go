@@ -35,9 +35,9 @@ var storeName = regexp.MustCompile(`\b[tp]-[0-9a-f]{16,}\b`)
 
 const ceilSecret = "UPSTREAM-SECRET-root:x:0:0"
 
-func startCeilService(t *testing.T) *ceilService {
+func startCeilService(t *testing.T, addr string) *ceilService {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,10 @@ func hostAddress() string {
 
 func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 	requireDaemon(t)
-	unlisted := startCeilService(t) // never listed anywhere: must accept nothing
-	listed := startCeilService(t)   // a listed "registry" that answers with secrets
+	// Never listed anywhere: must accept nothing. Port 80, where the
+	// egress proxy would take a sandbox's HTTP.
+	unlisted := startCeilService(t, "127.0.0.77:80")
+	listed := startCeilService(t, "127.0.0.1:0") // a listed "registry" that answers with secrets
 	closed := closedLoopbackPort(t)
 	goodRef := pushImage(t, "ceiling/toy:v1", toyImage(t))
 	regHostPort := strings.SplitN(goodRef, "/", 2)[0]
@@ -90,7 +92,7 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 		extraArgs: []string{"--uid-base", strconv.Itoa(crashUIDBase + 700*65536),
 			"--registry-allow", strings.Join([]string{regHostPort, listed.addr, closed}, ",")},
 		config: `{"network": {"pool": "10.93.0.0/16", "proxy_port": 15301, "dns_port": 15353,
-			"hosts": {"loop.test": ["127.0.0.1"], "meta.test": ["169.254.169.254"]}}}`,
+			"hosts": {"loop.test": ["127.0.0.77"], "meta.test": ["169.254.169.254"]}}}`,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +141,15 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 
 		// A name that resolves to host loopback: the resolver drops the
 		// answer and the proxy refuses to dial it, even when the sandbox
-		// forces the name onto an address of its choosing.
+		// forces the name onto an address of its choosing; an IP literal in
+		// the Host header is refused too.
 		sb2 := newSandboxOn(t, d, 0, &api.CreateSandboxRequest{Network: &api.NetworkPolicy{Mode: api.NetworkAllowlist,
-			Allow: []string{"loop.test:" + unlisted.port, "meta.test"}}})
+			Allow: []string{"loop.test", "meta.test"}}})
 		curl := "curl -s -o /dev/null -w '%{http_code}' --max-time 3 "
 		for _, cmd := range []string{
-			curl + "http://loop.test:" + unlisted.port + "/",
-			curl + "--resolve loop.test:" + unlisted.port + ":198.51.100.1 http://loop.test:" + unlisted.port + "/",
+			curl + "http://loop.test/",
+			curl + "--resolve loop.test:80:198.51.100.1 http://loop.test/",
+			curl + "-H 'Host: 127.0.0.77' http://198.51.100.1/",
 			curl + "--resolve meta.test:80:198.51.100.1 http://meta.test/",
 			curl + "http://169.254.169.254/",
 		} {
@@ -217,5 +221,40 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 
 	if n := unlisted.accepted.Load(); n != 0 {
 		t.Errorf("the host's loopback service accepted %d connections", n)
+	}
+}
+
+// TestDaemonSurfaceCeilingOperatorOpens: a range the operator opens with
+// --network-allow-private is accepted in a tenant's allow list, and the
+// proxy then reaches it (the loopback service counts the connection).
+func TestDaemonSurfaceCeilingOperatorOpens(t *testing.T) {
+	requireDaemon(t)
+	svc := startCeilService(t, "127.0.0.78:80")
+	d, err := startDaemon(daemonOptions{
+		extraArgs: []string{"--uid-base", strconv.Itoa(crashUIDBase + 720*65536), "--network-allow-private", "127.0.0.78/32"},
+		config:    `{"network": {"pool": "10.94.0.0/16", "proxy_port": 15401, "dns_port": 15453}}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.shutdown()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(d.logTail(5000))
+		}
+	})
+	ctx := ctxT(t)
+	_, err = d.client(0).Create(ctx, &api.CreateSandboxRequest{Network: &api.NetworkPolicy{Mode: api.NetworkAllowlist, Allow: []string{"127.0.0.0/8"}}})
+	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("127.0.0.0/8 (wider than the operator's range): %v", err)
+	}
+	sb := newSandboxOn(t, d, 0, &api.CreateSandboxRequest{Network: &api.NetworkPolicy{Mode: api.NetworkAllowlist,
+		Allow: []string{"127.0.0.78/32"}}})
+	cmd := "curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H 'Host: 127.0.0.78' http://198.51.100.1/"
+	if got := strings.TrimSpace(advExec(t, sb, cmd, 20).Stdout); got != "401" {
+		t.Errorf("opened range: %q, want the service's 401", got)
+	}
+	if svc.accepted.Load() == 0 {
+		t.Error("the opened loopback service was not reached")
 	}
 }

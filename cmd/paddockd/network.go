@@ -128,17 +128,6 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("egress CA: %w", err)
 	}
-	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
-		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
-		}
-	}()
-	eg := manager.NewEgress(st, nm.SandboxByAddr)
 	blocked, _ := egress.HostPrefixes()
 	ceiling := &egress.Ceiling{Host: blocked, Pool: []netip.Prefix{pool}}
 	for _, s := range nc.AllowPrivate {
@@ -148,8 +137,20 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 		}
 		ceiling.Allow = append(ceiling.Allow, p.Masked())
 	}
+	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
+		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log,
+		Refuse: func(p netip.Prefix) bool { return ceiling.CheckPrefix(p) != nil }})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
+		}
+	}()
+	eg := manager.NewEgress(st, nm.SandboxByAddr)
 	ecfg := egress.Config{
-		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked,
+		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked, Ceiling: ceiling,
 		MaxConnsPerSandbox: nc.MaxConnections, BytesPerSecond: nc.BytesPerSecond, Log: log,
 	}
 	if len(nc.Hosts) > 0 {

@@ -52,6 +52,11 @@ type Config struct {
 	// Table is the nftables table (family inet) holding all of this
 	// daemon's rules, one per daemon on a host. Default "paddock".
 	Table string
+	// Refuse, if set, reports whether an Allow address entry is beyond the
+	// operator's ceiling (egress.Ceiling); such entries are left out of
+	// the rules. The API refuses them in new policies; this keeps a policy
+	// stored before the ceiling from opening them.
+	Refuse func(netip.Prefix) bool
 	// Log receives what the Manager does. Default: discarded.
 	Log *slog.Logger
 }
@@ -182,7 +187,7 @@ func New(cfg Config) (*Manager, error) {
 			m.log.Warn("network: ignoring unreadable lease", "id", id, "err", err)
 			continue
 		}
-		pol, err := compile(l.Policy)
+		pol, err := m.compile(l.Policy)
 		if err != nil {
 			m.log.Warn("network: ignoring lease with invalid policy", "id", id, "err", err)
 			continue
@@ -248,7 +253,7 @@ func (m *Manager) Setup(ctx context.Context, id string, p Policy) (att *Attachme
 	if !validID(id) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidID, id)
 	}
-	pol, err := compile(p)
+	pol, err := m.compile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +322,7 @@ func (m *Manager) Setup(ctx context.Context, id string, p Policy) (att *Attachme
 // policy no longer lets through the way they go, which cuts them. (The
 // egress proxy judges the connections it carries itself.)
 func (m *Manager) Update(ctx context.Context, id string, p Policy) error {
-	pol, err := compile(p)
+	pol, err := m.compile(p)
 	if err != nil {
 		return err
 	}

@@ -261,6 +261,25 @@ func compile(p Policy) (*compiled, error) {
 	return c, nil
 }
 
+// compile compiles p for m's rules, leaving out the Allow address
+// entries beyond the operator's ceiling (Config.Refuse).
+func (m *Manager) compile(p Policy) (*compiled, error) {
+	c, err := compile(p)
+	if err != nil || m.cfg.Refuse == nil {
+		return c, err
+	}
+	kept := c.allow[:0]
+	for _, e := range c.allow {
+		if m.cfg.Refuse(e.Prefix) {
+			m.log.Warn("network: allow entry beyond the operator's ceiling left out", "entry", e.String())
+			continue
+		}
+		kept = append(kept, e)
+	}
+	c.allow = kept
+	return c, nil
+}
+
 func sortU16(s []uint16) {
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {

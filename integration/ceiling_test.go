@@ -30,8 +30,8 @@ type ceilService struct {
 	accepted atomic.Int64
 }
 
-// storeName matches the store's internal image names in errors.
-var storeName = regexp.MustCompile(`\b[tp]-[0-9a-f]{16,}\b`)
+// ceilStoreName matches the store's internal image names in errors.
+var ceilStoreName = regexp.MustCompile(`\b[tp]-[0-9a-f]{16,}\b`)
 
 const ceilSecret = "UPSTREAM-SECRET-root:x:0:0"
 
@@ -57,8 +57,8 @@ func startCeilService(t *testing.T, addr string) *ceilService {
 	return s
 }
 
-// closedLoopbackPort returns a loopback address nothing listens on.
-func closedLoopbackPort(t *testing.T) string {
+// ceilClosedPort returns a loopback address nothing listens on.
+func ceilClosedPort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +68,8 @@ func closedLoopbackPort(t *testing.T) string {
 	return a
 }
 
-// hostAddress returns one non-loopback IPv4 address of this host ("" if none).
-func hostAddress() string {
+// ceilHostAddress returns one non-loopback IPv4 address of this host ("" if none).
+func ceilHostAddress() string {
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
@@ -85,7 +85,7 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 	// egress proxy would take a sandbox's HTTP.
 	unlisted := startCeilService(t, "127.0.0.77:80")
 	listed := startCeilService(t, "127.0.0.1:0") // a listed "registry" that answers with secrets
-	closed := closedLoopbackPort(t)
+	closed := ceilClosedPort(t)
 	goodRef := pushImage(t, "ceiling/toy:v1", toyImage(t))
 	regHostPort := strings.SplitN(goodRef, "/", 2)[0]
 	d, err := startDaemon(daemonOptions{
@@ -120,7 +120,7 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 			"100.64.0.0/10": "CGNAT", "0.0.0.0/0": "pool", "0.0.0.0": "unspecified", "224.0.0.1": "multicast",
 			"255.255.255.255": "broadcast", "10.93.0.5": "pool",
 		}
-		if h := hostAddress(); h != "" {
+		if h := ceilHostAddress(); h != "" {
 			entries[h] = "host"
 		}
 		for _, mode := range []string{api.NetworkAllowlist, api.NetworkFull} {
@@ -181,7 +181,7 @@ func TestAdversarialDaemonSurfaceCeiling(t *testing.T) {
 				t.Errorf("upstream body in the error: %v", err)
 			}
 			if err != nil {
-				msgs = append(msgs, storeName.ReplaceAllString(strings.ReplaceAll(err.Error(), host, "HOST"), "IMAGE"))
+				msgs = append(msgs, ceilStoreName.ReplaceAllString(strings.ReplaceAll(err.Error(), host, "HOST"), "IMAGE"))
 			}
 		}
 		if len(msgs) == 2 && msgs[0] != msgs[1] {

@@ -49,7 +49,7 @@ type NetworkConfig struct {
 // netAttacher is the manager's Network: namespaces and packet rules from
 // internal/network, connections from the egress proxy.
 type netAttacher struct {
-	nm    *network.Manager
+	nm      *network.Manager
 	proxy   *egress.Proxy
 	caPEM   []byte
 	ceiling *egress.Ceiling

@@ -66,7 +66,11 @@ func (a *netAttacher) Attach(ctx context.Context, id string, p sandbox.NetworkPo
 	if err != nil {
 		return nil, err
 	}
-	cfg := &sandbox.NetworkConfig{NetnsPath: att.NetnsPath, Nameserver: att.HostAddr.String()}
+	ns := att.HostAddr
+	if !ns.IsValid() { // offline: any address serves once attached
+		ns = att.Nameserver
+	}
+	cfg := &sandbox.NetworkConfig{NetnsPath: att.NetnsPath, Nameserver: ns.String()}
 	if withCA {
 		cfg.CACertPEM = a.caPEM
 	}
@@ -74,7 +78,13 @@ func (a *netAttacher) Attach(ctx context.Context, id string, p sandbox.NetworkPo
 }
 
 func (a *netAttacher) Update(ctx context.Context, id string, p sandbox.NetworkPolicy) error {
-	return a.nm.Update(ctx, id, netPolicy(p))
+	if err := a.nm.Update(ctx, id, netPolicy(p)); err != nil {
+		return err
+	}
+	if p.Mode == sandbox.NetworkOff {
+		a.proxy.CloseSandbox(id) // the proxy's upstream ends too
+	}
+	return nil
 }
 
 func (a *netAttacher) Check(p sandbox.NetworkPolicy) error {

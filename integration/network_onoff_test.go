@@ -2,6 +2,7 @@ package integration
 
 import (
 	"archive/zip"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/client"
 )
 
 // indexAddr is where the test's package index listens, in a namespace of
@@ -159,6 +161,17 @@ func TestNetworkOnOff(t *testing.T) {
 	}
 	if got := sh(byName + "; echo; " + byIP); got != "000\n000" {
 		t.Errorf("offline fetch: %q", got)
+	}
+
+	// Switching on is checked against the operator's ceiling like a create.
+	for _, bad := range []string{"127.0.0.1/32", "169.254.169.254/32"} {
+		err := sb.SetNetwork(ctx, api.NetworkPolicy{Mode: api.NetworkAllowlist, Allow: []string{bad}})
+		if !errors.Is(err, client.ErrBadRequest) {
+			t.Errorf("off → allowlist %s: %v, want bad_request", bad, err)
+		}
+	}
+	if got := sh(links); got != "lo" {
+		t.Errorf("links after refused switches: %q, want lo", got)
 	}
 
 	// Allow the index: the same sandbox installs from it.

@@ -139,14 +139,11 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 		return nil, nil, nil, fmt.Errorf("egress CA: %w", err)
 	}
 	blocked, _ := egress.HostPrefixes()
-	ceiling := &egress.Ceiling{Host: blocked, Pool: []netip.Prefix{pool}}
-	for _, s := range nc.AllowPrivate {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("network allow_private: %w", err)
-		}
-		ceiling.Allow = append(ceiling.Allow, p.Masked())
+	opened, err := parseAllowPrivate(nc.AllowPrivate)
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	ceiling := &egress.Ceiling{Host: blocked, Pool: []netip.Prefix{pool}, Allow: opened}
 	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
 		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log,
 		Refuse: func(p netip.Prefix) bool { return ceiling.CheckPrefix(p) != nil }})
@@ -241,4 +238,19 @@ func releaseNetnsDir(stateDir, table string, log *slog.Logger) {
 	if err := network.RemoveTable(table); err != nil {
 		log.Warn("remove nftables table", "table", table, "err", err)
 	}
+}
+
+// parseAllowPrivate parses the operator's opened ranges
+// (--network-allow-private); serve checks them before anything starts, so
+// a typo stops the daemon instead of disabling networking.
+func parseAllowPrivate(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("network allow_private (--network-allow-private): %q: want a CIDR such as 10.20.0.0/16", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -169,6 +169,9 @@ func run(cfg Config) error {
 	if cfg.MaxSandboxes < 1 {
 		return errors.New("--max-sandboxes must be at least 1")
 	}
+	if _, err := parseAllowPrivate(cfg.Network.AllowPrivate); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
 		return err
 	}

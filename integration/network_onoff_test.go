@@ -237,15 +237,29 @@ func TestNetworkOnOff(t *testing.T) {
 		t.Errorf("stored policy after off: %+v", info.Network)
 	}
 
-	// And on again (full this time), then off: as often as asked.
+	// And on again (full this time), then off, as often as asked, with
+	// the daemon killed (-9) and restarted in between: the offline
+	// namespace and the lease outlive it.
+	restart := func() {
+		t.Helper()
+		d.kill9()
+		if err := d.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restart()
 	if err := sb.SetNetwork(ctx, api.NetworkPolicy{Mode: api.NetworkFull}); err != nil {
-		t.Fatalf("off → full: %v", err)
+		t.Fatalf("off → full after a restart: %v", err)
 	}
 	if got := sh(byIP); got != "200" {
 		t.Errorf("fetch after full: %q", got)
 	}
+	restart()
+	if got := sh(byIP); got != "200" {
+		t.Errorf("fetch in full after a restart: %q", got)
+	}
 	if err := sb.SetNetwork(ctx, off); err != nil {
-		t.Fatalf("full → off: %v", err)
+		t.Fatalf("full → off after a restart: %v", err)
 	}
 	if got := sh(byIP); got != "000" {
 		t.Errorf("fetch after the second off: %q", got)

@@ -24,7 +24,7 @@ const indexAddr = "198.51.100.10"
 // startIndex serves a PEP 503 package index with one wheel, tinypkg 1.0
 // (tinypkg.VALUE == 42), over HTTP on indexAddr:80 from a namespace the
 // test makes.
-func startIndex(t *testing.T) {
+func startIndex(t testing.TB) {
 	t.Helper()
 	requireDaemon(t)
 	suffix := strconv.FormatInt(time.Now().UnixNano()%100000, 36)
@@ -74,7 +74,7 @@ func startIndex(t *testing.T) {
 }
 
 // writeWheel writes a minimal pure-Python wheel of tinypkg 1.0.
-func writeWheel(t *testing.T, path string) {
+func writeWheel(t testing.TB, path string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

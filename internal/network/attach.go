@@ -74,10 +74,10 @@ func (m *Manager) disconnect(id string, l *lease) error {
 	if err := deleteVeth(iface); err != nil {
 		return err
 	}
-	var errs []error
 	if err := m.removeSandboxRules(id, iface); err != nil {
-		errs = append(errs, err)
+		return err // the lease stays, so List still finds the rules
 	}
+	var errs []error
 	if l != nil {
 		if err := deleteFlowsOf(l.SandboxAddr); err != nil {
 			errs = append(errs, err)

@@ -53,7 +53,9 @@ type ListTemplatesResponse struct {
 // host, inside one of its template import directories.
 type TemplateSource struct {
 	// A registry reference; credentials come from the daemon's Docker config
-	// file.
+	// file. Only registries the daemon allows (`paddockd --registry-allow`,
+	// default public ones) are fetched from; any failure reaching the registry is
+	// one 400 error.
 	Image string `json:"image,omitempty"`
 	// An OCI image layout directory.
 	OCILayout string `json:"oci_layout,omitempty"`

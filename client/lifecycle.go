@@ -68,7 +68,9 @@ func (s *Sandbox) Ports(ctx context.Context) ([]api.Port, error) {
 }
 
 // SetNetwork replaces the sandbox's network policy; it applies at once,
-// cutting connections that are no longer allowed.
+// cutting connections that are no longer allowed. Any mode change works on
+// a running sandbox: from off it gets its interface, to off every
+// connection is cut and the interface removed.
 func (s *Sandbox) SetNetwork(ctx context.Context, p api.NetworkPolicy) error {
 	var sb api.Sandbox
 	if err := s.c.call(ctx, http.MethodPatch, sandboxPath(s.ID, "network"), nil, p, &sb); err != nil {

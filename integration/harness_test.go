@@ -137,7 +137,10 @@ func startDaemon(opts daemonOptions) (*daemon, error) {
 
 func (d *daemon) start() error {
 	args := []string{"serve", "--state-dir", d.stateDir, "--listen", d.opts.listen,
-		"--runtime", runtimeName(), "--log-level", "debug"}
+		"--runtime", runtimeName(), "--log-level", "debug",
+		// The tests' registries listen on loopback (tests of the registry
+		// policy pass their own --registry-allow after this).
+		"--registry-allow", "127.0.0.1,*"}
 	if d.opts.config != "" {
 		p := filepath.Join(d.stateDir, "config.json")
 		if err := os.WriteFile(p, []byte(d.opts.config), 0o600); err != nil {

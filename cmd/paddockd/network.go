@@ -40,14 +40,19 @@ type NetworkConfig struct {
 	// UpstreamCA is a PEM file of extra roots the proxy trusts when it
 	// forwards requests carrying secrets.
 	UpstreamCA string `json:"upstream_ca,omitempty"`
+	// AllowPrivate are the special ranges (loopback, link-local, private,
+	// the host's addresses) tenants' allow entries may open
+	// (--network-allow-private); see egress.Ceiling.
+	AllowPrivate []string `json:"allow_private,omitempty"`
 }
 
 // netAttacher is the manager's Network: namespaces and packet rules from
 // internal/network, connections from the egress proxy.
 type netAttacher struct {
-	nm    *network.Manager
-	proxy *egress.Proxy
-	caPEM []byte
+	nm      *network.Manager
+	proxy   *egress.Proxy
+	caPEM   []byte
+	ceiling *egress.Ceiling
 }
 
 var _ manager.Network = (*netAttacher)(nil)
@@ -61,7 +66,11 @@ func (a *netAttacher) Attach(ctx context.Context, id string, p sandbox.NetworkPo
 	if err != nil {
 		return nil, err
 	}
-	cfg := &sandbox.NetworkConfig{NetnsPath: att.NetnsPath, Nameserver: att.HostAddr.String()}
+	ns := att.HostAddr
+	if !ns.IsValid() { // offline: any address serves once attached
+		ns = att.Nameserver
+	}
+	cfg := &sandbox.NetworkConfig{NetnsPath: att.NetnsPath, Nameserver: ns.String()}
 	if withCA {
 		cfg.CACertPEM = a.caPEM
 	}
@@ -69,7 +78,17 @@ func (a *netAttacher) Attach(ctx context.Context, id string, p sandbox.NetworkPo
 }
 
 func (a *netAttacher) Update(ctx context.Context, id string, p sandbox.NetworkPolicy) error {
-	return a.nm.Update(ctx, id, netPolicy(p))
+	if err := a.nm.Update(ctx, id, netPolicy(p)); err != nil {
+		return err
+	}
+	if p.Mode == sandbox.NetworkOff {
+		a.proxy.CloseSandbox(id) // the proxy's upstream ends too
+	}
+	return nil
+}
+
+func (a *netAttacher) Check(p sandbox.NetworkPolicy) error {
+	return a.ceiling.CheckRules(egress.Rules{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny})
 }
 
 func (a *netAttacher) PolicyChanged(id string) { a.proxy.PolicyChanged(id) }
@@ -119,8 +138,15 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("egress CA: %w", err)
 	}
+	blocked, _ := egress.HostPrefixes()
+	opened, err := parseAllowPrivate(nc.AllowPrivate)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ceiling := &egress.Ceiling{Host: blocked, Pool: []netip.Prefix{pool}, Allow: opened}
 	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
-		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log})
+		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log,
+		Refuse: func(p netip.Prefix) bool { return ceiling.CheckPrefix(p) != nil }})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -130,9 +156,8 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 		}
 	}()
 	eg := manager.NewEgress(st, nm.SandboxByAddr)
-	blocked, _ := egress.HostPrefixes()
 	ecfg := egress.Config{
-		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked,
+		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked, Ceiling: ceiling,
 		MaxConnsPerSandbox: nc.MaxConnections, BytesPerSecond: nc.BytesPerSecond, Log: log,
 	}
 	if len(nc.Hosts) > 0 {
@@ -186,7 +211,7 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	go proxy.ServeDNS(pctx, udp)
 	go proxy.ServeDNSTCP(pctx, dnsTCP)
 	log.Info("networking ready", "pool", pool, "proxy_port", nc.ProxyPort, "dns_port", nc.DNSPort)
-	return &netAttacher{nm: nm, proxy: proxy, caPEM: caPEM}, eg, func() {
+	return &netAttacher{nm: nm, proxy: proxy, caPEM: caPEM, ceiling: ceiling}, eg, func() {
 		cancel()
 		tcp.Close()
 		udp.Close()
@@ -213,4 +238,19 @@ func releaseNetnsDir(stateDir, table string, log *slog.Logger) {
 	if err := network.RemoveTable(table); err != nil {
 		log.Warn("remove nftables table", "table", table, "err", err)
 	}
+}
+
+// parseAllowPrivate parses the operator's opened ranges
+// (--network-allow-private); serve checks them before anything starts, so
+// a typo stops the daemon instead of disabling networking.
+func parseAllowPrivate(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("network allow_private (--network-allow-private): %q: want a CIDR such as 10.20.0.0/16", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

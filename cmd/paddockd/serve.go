@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,9 +56,12 @@ type Config struct {
 	// layers and the build cache; 0 = none); TemplateImportDirs are the
 	// host directories API requests may import oci_layout and tarball
 	// sources from (default <state-dir>/import). See cmd/paddockd/templates.go.
-	TemplateCacheBytes int64         `json:"template_cache_bytes,omitempty"`
-	TemplateImportDirs []string      `json:"template_import_dirs,omitempty"`
-	Network            NetworkConfig `json:"network,omitempty"`
+	TemplateCacheBytes int64    `json:"template_cache_bytes,omitempty"`
+	TemplateImportDirs []string `json:"template_import_dirs,omitempty"`
+	// RegistryAllow are the registries template imports may fetch from
+	// (see template.RegistryPolicy; default "*": public registries only).
+	RegistryAllow []string      `json:"registry_allow,omitempty"`
+	Network       NetworkConfig `json:"network,omitempty"`
 }
 
 func serve(args []string) error {
@@ -75,6 +79,8 @@ func serve(args []string) error {
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
 	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
+	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
+	registryAllow := fs.String("registry-allow", "", `comma-separated registries template imports may fetch from: host, host:port or CIDR (may be private), "*" = any registry whose addresses are all public (default "*")`)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
 		fs.PrintDefaults()
@@ -122,6 +128,12 @@ func serve(args []string) error {
 	cfg.DefaultTimeout = pickInt("default-timeout", *defTimeout, cfg.DefaultTimeout)
 	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
 	cfg.CgroupParent = pick("cgroup-parent", *cgroupParent, cfg.CgroupParent)
+	if set["network-allow-private"] {
+		cfg.Network.AllowPrivate = splitList(*allowPrivate)
+	}
+	if set["registry-allow"] {
+		cfg.RegistryAllow = splitList(*registryAllow)
+	}
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -129,6 +141,17 @@ func serve(args []string) error {
 		cfg.WarmPool["base"] = *warmPool
 	}
 	return run(cfg)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func run(cfg Config) error {
@@ -145,6 +168,9 @@ func run(cfg Config) error {
 	}
 	if cfg.MaxSandboxes < 1 {
 		return errors.New("--max-sandboxes must be at least 1")
+	}
+	if _, err := parseAllowPrivate(cfg.Network.AllowPrivate); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
 		return err

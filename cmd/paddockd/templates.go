@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/paddock-sandbox/paddock/internal/egress"
 	"github.com/paddock-sandbox/paddock/internal/template"
 	"github.com/paddock-sandbox/paddock/internal/template/catalog"
 )
@@ -22,9 +23,15 @@ import (
 // openImages opens the image store at <state-dir>/images with the
 // config's disk budget; lowers reports the layers the backend uses.
 func openImages(cfg Config, lowers func() []string, log *slog.Logger) (*template.Store, error) {
+	host, _ := egress.HostPrefixes()
+	regs, err := template.NewRegistryPolicy(cfg.RegistryAllow, host)
+	if err != nil {
+		return nil, err
+	}
 	st, err := template.Open(template.Config{
 		Root:       filepath.Join(cfg.StateDir, "images"),
 		DiskBudget: cfg.TemplateCacheBytes,
+		Registries: regs,
 		Log:        log,
 		InUse:      lowers,
 	})

@@ -179,7 +179,7 @@ func (p *Proxy) answerDNS(ctx context.Context, src netip.Addr, q []byte, maxSize
 		return reply(dnsmessage.RCodeRefused, &question, nil)
 	}
 	name := normalizeHost(question.Name.String())
-	pol := compile(rules, p.cfg.Blocked)
+	pol := compile(rules, p.cfg.Blocked, p.cfg.Ceiling)
 	if !validName(name) || !pol.nameAllowed(name, 0) {
 		p.log.Debug("egress: dns refused", "sandbox", id, "name", name)
 		return reply(dnsmessage.RCodeNameError, &question, nil)

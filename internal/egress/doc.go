@@ -23,7 +23,12 @@
 // original port and replays the bytes it read. A connection that names no
 // host, or names an IP literal, goes to that address only if an Allow CIDR
 // covers it (or, in ModeFull, if the address is not special). Other ports
-// carry no name, so only CIDR entries can allow them.
+// carry no name, so only CIDR entries can allow them. Above the sandbox's
+// Rules sits the operator's Ceiling (Config.Ceiling): an address in a
+// special range the operator has not opened, one of the host's own or
+// one of the sandbox pool is refused for every answer and every raw
+// connection, whatever the Rules allow; the API checks tenants' Allow
+// entries against the same Ceiling (Ceiling.CheckRules).
 //
 // TLS is spliced untouched, end to end between the sandbox and the real
 // server, except for hosts a secret is bound to. Plain HTTP is parsed
@@ -64,7 +69,8 @@
 //   - DNS rebinding and internal targets: answers in special ranges
 //     (metadata service, host loopback, private networks, Config.Blocked
 //     for the host's own addresses) are refused unless explicitly allowed
-//     by CIDR, for both the TCP proxy and the DNS server.
+//     by CIDR, and never beyond the operator's Ceiling, for both the TCP
+//     proxy and the DNS server.
 //   - Resource exhaustion: Config.MaxConnsPerSandbox caps live connections
 //     (over the cap they are closed at once, nothing is resolved or
 //     dialled), reads before a decision are bounded in size and time,

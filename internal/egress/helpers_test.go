@@ -285,6 +285,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 		UpstreamRoots:      upRoots,
 		CA:                 &ca,
 		MaxConnsPerSandbox: o.maxConns,
+		Ceiling:            &Ceiling{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
 		BytesPerSecond:     o.bps,
 		PeekTimeout:        o.peekTimeout,
 		Log:                logger,

@@ -42,6 +42,10 @@ type Config struct {
 	// Blocked are more ranges treated like private ones, e.g. the host's
 	// own addresses (HostPrefixes).
 	Blocked []netip.Prefix
+	// Ceiling is the operator's bound on tenants' rules, enforced on every
+	// resolved and raw address whatever a sandbox's Allow says. Nil: the
+	// zero Ceiling (every special range refused, none opened).
+	Ceiling *Ceiling
 	// MaxConnsPerSandbox caps a sandbox's concurrent proxied connections;
 	// connections over the cap are closed at once. Default 256.
 	MaxConnsPerSandbox int
@@ -279,7 +283,7 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 		// Not translated: the sandbox dialled the proxy's own port.
 		return
 	}
-	pol := compile(rules, p.cfg.Blocked)
+	pol := compile(rules, p.cfg.Blocked, p.cfg.Ceiling)
 	switch dst.Port() {
 	case 443:
 		p.handleTLS(ctx, lc, c, dst, pol, g0)
@@ -380,7 +384,7 @@ func (p *Proxy) stillAllowed(lc *liveConn) bool {
 	if !ok || id != lc.id {
 		return false
 	}
-	pol := compile(rules, p.cfg.Blocked)
+	pol := compile(rules, p.cfg.Blocked, p.cfg.Ceiling)
 	if lc.name != "" {
 		return pol.nameAllowed(lc.name, lc.port) && pol.addrAllowed(lc.ip, lc.port)
 	}

@@ -231,10 +231,11 @@ type policy struct {
 	mode        string
 	allow, deny []entry
 	blocked     []netip.Prefix
+	ceiling     *Ceiling
 }
 
-func compile(r Rules, blocked []netip.Prefix) *policy {
-	p := &policy{mode: r.Mode, blocked: blocked}
+func compile(r Rules, blocked []netip.Prefix, ceiling *Ceiling) *policy {
+	p := &policy{mode: r.Mode, blocked: blocked, ceiling: ceiling}
 	for _, s := range r.Allow {
 		if e, err := parseEntry(s); err == nil {
 			p.allow = append(p.allow, e)
@@ -293,7 +294,7 @@ func (p *policy) addrAllowed(ip netip.Addr, port uint16) bool {
 	if !p.on() || !ip.IsValid() || ip.Zone() != "" {
 		return false
 	}
-	if p.inPrefix(p.deny, ip, port, true) {
+	if p.inPrefix(p.deny, ip, port, true) || p.ceiling.Refused(ip) != "" {
 		return false
 	}
 	if p.special(ip) {
@@ -309,7 +310,7 @@ func (p *policy) rawAllowed(ip netip.Addr, port uint16) bool {
 	if !p.on() || !ip.IsValid() || ip.Zone() != "" {
 		return false
 	}
-	if p.inPrefix(p.deny, ip, port, true) {
+	if p.inPrefix(p.deny, ip, port, true) || p.ceiling.Refused(ip) != "" {
 		return false
 	}
 	if p.inPrefix(p.allow, ip, port, false) {

@@ -62,9 +62,10 @@ func TestRulesValidate(t *testing.T) {
 func TestPolicy(t *testing.T) {
 	A := netip.MustParseAddr
 	al := compile(Rules{Mode: ModeAllowlist, Allow: []string{"pypi.org", "*.npmjs.org", "db.internal", "10.1.0.0/16", "198.51.100.0/24:443", "secure.example:443"},
-		Deny: []string{"bad.npmjs.org", "10.1.2.0/24"}}, []netip.Prefix{netip.MustParsePrefix("203.0.113.99/32")})
-	full := compile(Rules{Mode: ModeFull, Deny: []string{"evil.com", "8.8.8.8"}}, nil)
-	off := compile(Rules{Mode: ModeOff, Allow: []string{"pypi.org"}}, nil)
+		Deny: []string{"bad.npmjs.org", "10.1.2.0/24"}}, []netip.Prefix{netip.MustParsePrefix("203.0.113.99/32")},
+		&Ceiling{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	full := compile(Rules{Mode: ModeFull, Deny: []string{"evil.com", "8.8.8.8"}}, nil, nil)
+	off := compile(Rules{Mode: ModeOff, Allow: []string{"pypi.org"}}, nil, nil)
 
 	names := []struct {
 		p    *policy

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -18,14 +19,21 @@ import (
 // networking is disabled on this daemon: only mode off is accepted.
 type Network interface {
 	// Attach prepares id's namespace with policy p before the backend
-	// creates the sandbox; withCA adds the proxy's CA to its trust store.
+	// creates the sandbox (mode off: a namespace holding only lo, which
+	// Update can attach later); withCA adds the proxy's CA to its trust
+	// store.
 	Attach(ctx context.Context, id string, p sandbox.NetworkPolicy, withCA bool) (*sandbox.NetworkConfig, error)
 	// Update applies new rules to an attached sandbox at once and cuts the
-	// connections they no longer allow.
+	// connections they no longer allow. Mode off detaches it (its link
+	// gone, every connection cut); another mode attaches an offline one.
+	// network.ErrNotFound: id has no namespace of the daemon's.
 	Update(ctx context.Context, id string, p sandbox.NetworkPolicy) error
 	// PolicyChanged tells the egress proxy that id's stored policy
 	// changed, so that it re-checks id's open connections.
 	PolicyChanged(id string)
+	// Check reports whether p's entries stay within the operator's
+	// ceiling (egress.Ceiling); errors say which entry and why.
+	Check(p sandbox.NetworkPolicy) error
 	// Detach removes id's network state; it is idempotent.
 	Detach(ctx context.Context, id string) error
 	// List returns the ids that have network state on the host.
@@ -52,7 +60,7 @@ func (m *Manager) validateNetwork(owner string, req sandbox.CreateRequest, rec *
 			p.Mode = sandbox.NetworkOff
 		}
 	}
-	if err := checkPolicy(p); err != nil {
+	if err := m.checkPolicy(p); err != nil {
 		return err
 	}
 	if p.Mode != sandbox.NetworkOff && m.net == nil {
@@ -84,7 +92,7 @@ func (m *Manager) validateNetwork(owner string, req sandbox.CreateRequest, rec *
 	return nil
 }
 
-func checkPolicy(p store.NetworkPolicy) error {
+func (m *Manager) checkPolicy(p store.NetworkPolicy) error {
 	if !slices.Contains([]string{sandbox.NetworkOff, sandbox.NetworkAllowlist, sandbox.NetworkFull}, p.Mode) {
 		return fmt.Errorf("%w: network mode must be off, allowlist or full", sandbox.ErrInvalid)
 	}
@@ -100,6 +108,11 @@ func checkPolicy(p store.NetworkPolicy) error {
 	if err := (egress.Rules{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}).Validate(); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
 	}
+	if m.net != nil {
+		if err := m.net.Check(domainPolicy(p)); err != nil {
+			return fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
+		}
+	}
 	return nil
 }
 
@@ -112,13 +125,20 @@ func domainPolicy(p store.NetworkPolicy) sandbox.NetworkPolicy {
 	return sandbox.NetworkPolicy{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}
 }
 
-// setupNetwork prepares a networked sandbox's namespace before the
-// backend creates it; nil for mode off.
+// setupNetwork prepares a sandbox's network namespace before the backend
+// creates it: attached to the host for modes allowlist and full, holding
+// only lo for mode off, so that UpdateNetwork can switch it on later
+// (and, for a stopped sandbox started again, Attach with its stored
+// policy). nil when networking is disabled on this daemon.
 func (m *Manager) setupNetwork(ctx context.Context, rec *store.Record) (*sandbox.NetworkConfig, error) {
-	if rec.Network.Mode == "" || rec.Network.Mode == sandbox.NetworkOff {
+	if m.net == nil {
 		return nil, nil
 	}
-	cfg, err := m.net.Attach(ctx, rec.ID, domainPolicy(rec.Network), len(rec.Secrets) > 0)
+	p := domainPolicy(rec.Network)
+	if p.Mode == "" {
+		p.Mode = sandbox.NetworkOff
+	}
+	cfg, err := m.net.Attach(ctx, rec.ID, p, len(rec.Secrets) > 0)
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
@@ -152,9 +172,12 @@ func (m *Manager) recoverNetwork(ctx context.Context, adopted map[string]bool) {
 	}
 }
 
-// UpdateNetwork replaces owner's sandbox's allow and deny lists. They apply
-// at once to new connections, and connections no longer allowed are cut.
-// The mode can change between allowlist and full, not to or from off.
+// UpdateNetwork replaces owner's sandbox's network policy. Allow and deny
+// edits apply at once to new connections, and connections no longer
+// allowed are cut. Every mode change is accepted: off → allowlist or full
+// attaches the running sandbox's namespace to the host, allowlist or full
+// → off detaches it and cuts every connection at once. A sandbox with
+// secrets stays in allowlist or off (only the proxy substitutes secrets).
 func (m *Manager) UpdateNetwork(ctx context.Context, owner, id string, p sandbox.NetworkPolicy) (*store.Record, error) {
 	r, err := m.Running(ctx, owner, id)
 	if err != nil {
@@ -167,22 +190,22 @@ func (m *Manager) UpdateNetwork(ctx context.Context, owner, id string, p sandbox
 	if np.Mode == "" {
 		np.Mode = r.Network.Mode
 	}
-	if err := checkPolicy(np); err != nil {
+	if np.Mode == "" {
+		np.Mode = sandbox.NetworkOff
+	}
+	if err := m.checkPolicy(np); err != nil {
 		return nil, err
 	}
-	oldOff := r.Network.Mode == "" || r.Network.Mode == sandbox.NetworkOff
-	if oldOff != (np.Mode == sandbox.NetworkOff) {
-		return nil, fmt.Errorf("%w: a sandbox's network cannot be switched on or off after create; create a new sandbox", sandbox.ErrConflict)
-	}
-	if len(r.Secrets) > 0 && np.Mode != sandbox.NetworkAllowlist {
-		return nil, fmt.Errorf("%w: a sandbox with secrets must stay in mode allowlist", sandbox.ErrConflict)
+	if len(r.Secrets) > 0 && np.Mode == sandbox.NetworkFull {
+		return nil, fmt.Errorf("%w: a sandbox with secrets must stay in mode allowlist (or off)", sandbox.ErrConflict)
 	}
 	unlock := m.lockID(id)
 	defer unlock()
-	if np.Mode != sandbox.NetworkOff {
-		if err := m.net.Update(ctx, id, domainPolicy(np)); err != nil {
-			return nil, fmt.Errorf("network update: %w", err)
+	if err := m.net.Update(ctx, id, domainPolicy(np)); err != nil {
+		if errors.Is(err, network.ErrNotFound) {
+			return nil, fmt.Errorf("%w: this sandbox was created without a network namespace of this daemon's (before networking was enabled); create a new sandbox", sandbox.ErrConflict)
 		}
+		return nil, fmt.Errorf("network update: %w", err)
 	}
 	rec, err := m.store.Update(id, func(r *store.Record) error { r.Network = np; return nil })
 	if err != nil {

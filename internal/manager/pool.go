@@ -106,8 +106,16 @@ func (m *Manager) createPooled(ctx context.Context, template string) (id, ref st
 		m.release(rec.ID)
 		return "", "", fmt.Errorf("persist: %w", err)
 	}
-	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: ref, Resources: rec.Resources})
+	netCfg, err := m.setupNetwork(ctx, rec) // offline, so a hand-out can switch it on
 	if err != nil {
+		m.teardownNetwork(context.WithoutCancel(ctx), rec.ID)
+		m.release(rec.ID)
+		m.forget(rec.ID)
+		return "", "", err
+	}
+	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: ref, Resources: rec.Resources, Network: netCfg})
+	if err != nil {
+		m.teardownNetwork(context.WithoutCancel(ctx), rec.ID)
 		m.release(rec.ID)
 		m.forget(rec.ID)
 		return "", "", err
@@ -145,6 +153,7 @@ func (m *Manager) discardPooled(ctx context.Context, id string) {
 		m.log.Error("warm pool: destroy", "sandbox", id, "err", err)
 		return
 	}
+	m.teardownNetwork(ctx, id)
 	m.release(id)
 	m.forget(id)
 	m.event("pool_discard")

@@ -27,6 +27,23 @@
 // firewall on the host that drops forwarded packets (Docker sets the
 // iptables FORWARD policy to DROP) also drops sandbox traffic.
 //
+// # Offline, then on, then off again
+//
+// Setup with mode off pins the namespace and brings up lo, nothing more:
+// no lease, no rules, no link to the host. Update to allowlist or full
+// then attaches that same namespace (the running sandbox keeps its
+// processes): a /30 is leased, the rules go in, and only then is the veth
+// pair created with its sandbox end inside as eth0. Update to off
+// detaches it: the veth pair is deleted from the host side (eth0 vanishes
+// with it), the rules, conntrack entries and lease go, and every TCP
+// socket in the namespace connected off its loopback is aborted
+// (SOCK_DESTROY, like `ss -K`), so programs get ECONNABORTED at once. Root
+// inside cannot bring anything back: the namespace belongs to the host's
+// user namespace (no CAP_NET_ADMIN inside), and even with it no link to
+// the host is left to configure. Every sandbox's resolv.conf names
+// Nameserver, the pool's first host address: port 53 to any address goes
+// to the resolver once attached; offline, lookups fail at once.
+//
 // # The rules
 //
 // Everything lives in one table of family inet, Config.Table, per daemon:

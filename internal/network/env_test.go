@@ -335,7 +335,7 @@ type services struct {
 	dnsQueries         chan string // "udp:" or "tcp:" + payload
 }
 
-func listenServices(t *testing.T) *services {
+func listenServices(t testing.TB) *services {
 	t.Helper()
 	s := &services{dnsQueries: make(chan string, 100)}
 	proxy, err := net.Listen("tcp4", "0.0.0.0:0")
@@ -434,7 +434,7 @@ type testManager struct {
 	svc *services
 }
 
-func newTestManager(t *testing.T, pool string) *testManager {
+func newTestManager(t testing.TB, pool string) *testManager {
 	t.Helper()
 	getUpstream(t)
 	svc := listenServices(t)
@@ -457,7 +457,7 @@ func newTestManager(t *testing.T, pool string) *testManager {
 
 // cleanup tears down what the test left and removes the table and the
 // netns mount point.
-func (tm *testManager) cleanup(t *testing.T) {
+func (tm *testManager) cleanup(t testing.TB) {
 	ids, err := tm.List(t.Context())
 	if err != nil {
 		t.Errorf("cleanup list: %v", err)
@@ -476,7 +476,7 @@ func (tm *testManager) cleanup(t *testing.T) {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(b), "\n"))

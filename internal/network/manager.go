@@ -52,6 +52,11 @@ type Config struct {
 	// Table is the nftables table (family inet) holding all of this
 	// daemon's rules, one per daemon on a host. Default "paddock".
 	Table string
+	// Refuse, if set, reports whether an Allow address entry is beyond the
+	// operator's ceiling (egress.Ceiling); such entries are left out of
+	// the rules. The API refuses them in new policies; this keeps a policy
+	// stored before the ceiling from opening them.
+	Refuse func(netip.Prefix) bool
 	// Log receives what the Manager does. Default: discarded.
 	Log *slog.Logger
 }
@@ -72,6 +77,12 @@ type Attachment struct {
 	SandboxAddr, HostAddr netip.Addr
 	// HostIface is the host side of the veth pair.
 	HostIface string
+	// Nameserver is the address for the sandbox's resolv.conf: port 53
+	// to any address goes to the daemon's resolver once the sandbox is
+	// attached, so one fixed address (Manager.Nameserver) serves every
+	// attachment, including one made after an offline start. SandboxAddr,
+	// HostAddr and HostIface are zero for an offline namespace.
+	Nameserver netip.Addr
 }
 
 // Manager sets up, changes and removes sandboxes' network attachments.
@@ -182,7 +193,7 @@ func New(cfg Config) (*Manager, error) {
 			m.log.Warn("network: ignoring unreadable lease", "id", id, "err", err)
 			continue
 		}
-		pol, err := compile(l.Policy)
+		pol, err := m.compile(l.Policy)
 		if err != nil {
 			m.log.Warn("network: ignoring lease with invalid policy", "id", id, "err", err)
 			continue
@@ -240,10 +251,11 @@ func (m *Manager) forget(id string) {
 	}
 }
 
-// Setup gives sandbox id a network namespace attached to the host with
-// policy p: a pinned namespace, a veth pair, a /30 of the pool and the
-// sandbox's rules, which are in place before the link comes up. On error
-// nothing of it is left.
+// Setup gives sandbox id a pinned network namespace. With a policy of
+// mode allowlist or full it is attached to the host at once (see
+// connect): a veth pair, a /30 of the pool and the sandbox's rules, which
+// are in place before the link comes up. With mode off it holds only lo,
+// and Update can attach it later. On error nothing of it is left.
 func (m *Manager) Setup(ctx context.Context, id string, p Policy) (att *Attachment, retErr error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidID, id)
@@ -263,61 +275,52 @@ func (m *Manager) Setup(ctx context.Context, id string, p Policy) (att *Attachme
 	if _, err := os.Lstat(m.netnsPath(id)); err == nil {
 		return nil, fmt.Errorf("%w: %s (stale namespace %s)", ErrExists, id, m.netnsPath(id))
 	}
-	m.mu.Lock()
-	if _, ok := m.leases[id]; ok {
-		m.mu.Unlock()
+	m.mu.RLock()
+	_, leased := m.leases[id]
+	m.mu.RUnlock()
+	if leased {
 		return nil, fmt.Errorf("%w: %s", ErrExists, id)
 	}
-	subnet, err := m.allocate()
-	if err != nil {
-		m.mu.Unlock()
-		return nil, err
-	}
-	l := &lease{
-		ID:          id,
-		Iface:       m.ifaceName(id),
-		HostAddr:    subnet.Addr().Next(),
-		SandboxAddr: subnet.Addr().Next().Next(),
-		Policy:      p,
-	}
-	m.remember(l)
-	m.mu.Unlock()
-
 	defer func() {
 		if retErr != nil {
+			m.mu.RLock()
+			l := m.leases[id]
+			m.mu.RUnlock()
 			if err := m.teardown(id, l); err != nil {
 				m.log.Warn("network: rollback incomplete", "id", id, "err", err)
 			}
 			retErr = fmt.Errorf("network setup %s: %w", id, retErr)
 		}
 	}()
-	if err := m.writeLease(l); err != nil {
-		return nil, err
-	}
 	nsPath := m.netnsPath(id)
 	if err := createNetns(nsPath); err != nil {
 		return nil, err
 	}
-	if err := m.batch(func(c *nftables.Conn) error { return m.addSandboxRules(c, l, pol) }); err != nil {
-		return nil, fmt.Errorf("nftables: %w", err)
+	att = &Attachment{ID: id, NetnsPath: nsPath, Nameserver: m.Nameserver()}
+	if pol.mode == ModeOff {
+		if err := loUp(nsPath); err != nil {
+			return nil, err
+		}
+		m.log.Info("network: set up offline", "id", id)
+		return att, nil
 	}
-	// A previous sandbox on the same addresses may have left entries.
-	if err := deleteFlowsOf(l.SandboxAddr); err != nil {
-		m.log.Warn("network: conntrack flush", "id", id, "err", err)
-	}
-	if err := m.createVeth(l, nsPath); err != nil {
+	l, err := m.connect(id, p, pol, nsPath)
+	if err != nil {
 		return nil, err
 	}
-	m.log.Info("network: set up", "id", id, "mode", pol.mode, "addr", l.SandboxAddr, "iface", l.Iface)
-	return &Attachment{ID: id, NetnsPath: nsPath, SandboxAddr: l.SandboxAddr, HostAddr: l.HostAddr, HostIface: l.Iface}, nil
+	att.SandboxAddr, att.HostAddr, att.HostIface = l.SandboxAddr, l.HostAddr, l.Iface
+	return att, nil
 }
 
 // Update replaces the policy of sandbox id in one nftables transaction,
 // then deletes the conntrack entries of the sandbox's connections the new
 // policy no longer lets through the way they go, which cuts them. (The
-// egress proxy judges the connections it carries itself.)
+// egress proxy judges the connections it carries itself.) Mode off
+// detaches the sandbox (disconnect: its veth pair is deleted from the host
+// side, its rules and connections go); another mode attaches an offline
+// sandbox's namespace (connect). ErrNotFound: id has no namespace.
 func (m *Manager) Update(ctx context.Context, id string, p Policy) error {
-	pol, err := compile(p)
+	pol, err := m.compile(p)
 	if err != nil {
 		return err
 	}
@@ -329,8 +332,8 @@ func (m *Manager) Update(ctx context.Context, id string, p Policy) error {
 	m.mu.RLock()
 	old := m.leases[id]
 	m.mu.RUnlock()
-	if old == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	if old == nil || pol.mode == ModeOff {
+		return m.switchOnOff(id, old, p, pol)
 	}
 	l := *old
 	l.Policy = p

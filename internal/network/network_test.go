@@ -293,20 +293,6 @@ func TestFull(t *testing.T) {
 	})
 }
 
-func TestOff(t *testing.T) {
-	tm := newTestManager(t, "10.250.12.0/24")
-	att := mustSetup(t, tm, "off1", Policy{Mode: ModeOff})
-	wantRefused(t, att, hp(internetAddr, upTCPPort))
-	wantRefused(t, att, hp(internetAddr, 443))
-	wantRefused(t, att, hp(att.HostAddr, tm.cfg.ProxyPort))
-	if got, err := udpExchange(att, hp(internetAddr, 53), "q"); err == nil {
-		t.Errorf("DNS answered in mode off: %q", got)
-	}
-	// Switching on works without a new namespace.
-	mustUpdate(t, tm, "off1", Policy{Mode: ModeFull})
-	wantLine(t, att, hp(internetAddr, upTCPPort), "on", "on")
-}
-
 // TestRootInsideCannotBypass: the test has every capability inside the
 // sandbox's namespace (more than a sandbox's root has) and still gets
 // nowhere by changing its own side.

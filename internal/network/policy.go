@@ -13,10 +13,10 @@ type Mode string
 
 // The network modes. The zero Mode means ModeOff.
 const (
-	// ModeOff: no connectivity at all. A sandbox in this mode normally
-	// gets a loopback-only namespace from the runtime and never reaches
-	// this package; Setup and Update accept it too (every packet from the
-	// sandbox is then dropped) so a sandbox can be switched off and on.
+	// ModeOff: no connectivity at all. Setup gives the sandbox a pinned
+	// namespace holding only lo; Update to another mode attaches it
+	// later, and Update to ModeOff detaches an attached one (its veth
+	// pair, rules, lease and connections go; the namespace stays).
 	ModeOff Mode = "off"
 	// ModeAllowlist: TCP 80 and 443 (and the ports named by name
 	// entries) go to the egress proxy, which checks the HTTP Host or TLS
@@ -258,6 +258,25 @@ func compile(p Policy) (*compiled, error) {
 		}
 		sortU16(c.ports)
 	}
+	return c, nil
+}
+
+// compile compiles p for m's rules, leaving out the Allow address
+// entries beyond the operator's ceiling (Config.Refuse).
+func (m *Manager) compile(p Policy) (*compiled, error) {
+	c, err := compile(p)
+	if err != nil || m.cfg.Refuse == nil {
+		return c, err
+	}
+	kept := c.allow[:0]
+	for _, e := range c.allow {
+		if m.cfg.Refuse(e.Prefix) {
+			m.log.Warn("network: allow entry beyond the operator's ceiling left out", "entry", e.String())
+			continue
+		}
+		kept = append(kept, e)
+	}
+	c.allow = kept
 	return c, nil
 }
 

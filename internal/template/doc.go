@@ -12,8 +12,14 @@
 //     usual Docker config file (authn.DefaultKeychain). Plain HTTP is
 //     allowed only for loopback registries (127.0.0.0/8, ::1, localhost):
 //     every request goes through a transport that refuses http:// to any
-//     other host, so a private-range registry must speak TLS.
-//   - Layout: an OCI image layout directory on disk.
+//     other host, so a private-range registry must speak TLS. Only the
+//     registries Config.Registries (a RegistryPolicy) admits are dialled,
+//     at addresses the daemon resolved and checked itself, and every
+//     failure reaching one is the single ErrRegistry, without upstream
+//     text.
+//   - Layout: an OCI image layout directory on disk. Paths named by API
+//     requests go through ImportPath first: one ErrImportPath for any
+//     path outside the operator's import directories.
 //   - Tarball: a `docker save` tarball on disk.
 //   - Dir: a plain root directory, either used in place as the only lower
 //     layer (trusted, not inspected) or copied into the store through the

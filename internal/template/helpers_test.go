@@ -160,7 +160,8 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	if err := os.WriteFile(filepath.Join(e.outside, "sentinel"), []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.cfg = Config{Root: filepath.Join(e.dir, "store"), Keychain: authn.NewMultiKeychain(),
+	regs, _ := NewRegistryPolicy([]string{"127.0.0.0/8", "*"}, nil)
+	e.cfg = Config{Root: filepath.Join(e.dir, "store"), Keychain: authn.NewMultiKeychain(), Registries: regs,
 		Log: slog.New(slog.DiscardHandler)}
 	if mod != nil {
 		mod(&e.cfg)

@@ -42,6 +42,8 @@ func (s *Store) Pull(ctx context.Context, name string, src Source) (*Image, erro
 		}
 	case src.Dir != "":
 		err = s.pullDir(ctx, im, &pins)
+	case src.Registry != "":
+		err = s.registryErr(src.Registry, s.pullImage(ctx, im, &pins))
 	default:
 		err = s.pullImage(ctx, im, &pins)
 	}

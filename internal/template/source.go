@@ -98,7 +98,7 @@ func (s *Store) resolve(ctx context.Context, src Source) (v1.Image, error) {
 		}
 		inner := s.cfg.Transport
 		if inner == nil {
-			inner = http.DefaultTransport
+			inner = s.cfg.Registries.transport()
 		}
 		return remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(s.cfg.Keychain),
 			remote.WithTransport(loopbackHTTPOnly{inner}), remote.WithPlatform(*plat))

@@ -94,6 +94,11 @@ type Config struct {
 	// Transport carries registry requests (default http.DefaultTransport);
 	// it is always wrapped so plain HTTP reaches only loopback hosts.
 	Transport http.RoundTripper
+	// Registries bounds the registries a Registry source may name and
+	// the addresses fetching may connect to (default
+	// NewRegistryPolicy(nil, nil): public registries only). It supplies
+	// the transport when Transport is nil.
+	Registries *RegistryPolicy
 	// InUse, if set, returns the lower directories still mounted by live
 	// sandboxes (an Image.Lower string may be returned whole); GC and
 	// eviction keep every layer it names. It must not call the Store.
@@ -186,6 +191,9 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.Platform == "" {
 		cfg.Platform = "linux/" + runtime.GOARCH
+	}
+	if cfg.Registries == nil {
+		cfg.Registries, _ = NewRegistryPolicy(nil, nil)
 	}
 	if cfg.Keychain == nil {
 		cfg.Keychain = authn.DefaultKeychain

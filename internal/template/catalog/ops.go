@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -345,25 +344,13 @@ func (t *Catalog) copyImage(name string, parent tplRef, cfg template.ImageConfig
 }
 
 // importPath checks that an API-named host path is inside an import
-// directory (symlinks resolved).
+// directory (symlinks resolved), with one error for every refused path.
 func (t *Catalog) importPath(p string) (string, error) {
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("%w: %q is not an absolute path", sandbox.ErrInvalid, p)
-	}
-	real, err := filepath.EvalSymlinks(p)
+	real, err := template.ImportPath(t.cfg.ImportDirs, p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: not found in the template import directories", sandbox.ErrInvalid, p)
+		return "", fmt.Errorf("%w: %s", sandbox.ErrInvalid, template.ErrImportPath)
 	}
-	for _, d := range t.cfg.ImportDirs {
-		rd, err := filepath.EvalSymlinks(d)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(rd, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return real, nil
-		}
-	}
-	return "", fmt.Errorf("%w: %s is outside the daemon's template import directories (config template_import_dirs)", sandbox.ErrInvalid, p)
+	return real, nil
 }
 
 // storeErr maps template store errors to the sandbox error classes.

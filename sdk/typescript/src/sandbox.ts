@@ -254,7 +254,11 @@ export class Sandbox implements AsyncDisposable {
     return (this.#info = await this.#post("resume", undefined, opts));
   }
 
-  /** Replaces the sandbox's egress policy, for example `{ mode: "off" }`. */
+  /**
+   * Replaces the sandbox's egress policy, for example `{ mode: "off" }`.
+   * Any mode change works: from `off` the sandbox gets its interface, to
+   * `off` every connection is cut.
+   */
   async updateNetwork(policy: NetworkPolicy, opts: RequestOptions = {}): Promise<SandboxInfo> {
     if (!policy || typeof policy !== "object" || typeof policy.mode !== "string") {
       throw new TypeError('policy must be a NetworkPolicy such as { mode: "off" }');

@@ -121,7 +121,10 @@ export type NetworkMode = "off" | "allowlist" | "full";
  * the domain, not the domain itself), IPv4 addresses or CIDRs (`10.0.0.0/8`),
  * each optionally with `:port` (`10.1.2.3:5432`); `deny` wins over `allow`. In
  * `full` mode `deny` may hold only addresses and CIDRs. Mode `off` takes no
- * entries.
+ * entries. An `allow` address or CIDR reaching loopback, link-local (cloud
+ * metadata), private, CGNAT, multicast or other special ranges, the host's own
+ * addresses or the sandbox pool is refused with 400 and the reason unless the
+ * operator opened the range (`paddockd --network-allow-private`).
  */
 export interface NetworkPolicy {
   /**
@@ -529,7 +532,12 @@ export interface ListTemplatesResponse {
  * inside one of its template import directories.
  */
 export interface TemplateSource {
-  /** A registry reference; credentials come from the daemon's Docker config file. */
+  /**
+   * A registry reference; credentials come from the daemon's Docker config file.
+   * Only registries the daemon allows (`paddockd --registry-allow`, default
+   * public ones) are fetched from; any failure reaching the registry is one 400
+   * error.
+   */
   image?: string;
   /** An OCI image layout directory. */
   oci_layout?: string;

@@ -8,7 +8,7 @@
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -44,7 +44,12 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-export async function startDaemon(): Promise<Daemon> {
+/** Options of startDaemon: `config` is written as the daemon's --config file. */
+export interface DaemonOptions {
+  config?: unknown;
+}
+
+export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   if (process.getuid?.() !== 0) throw new Error("the paddockd tests need root");
   const bin = join(binDir(), "paddockd");
   if (!existsSync(bin)) throw new Error(`no paddockd at ${bin}: run \`make build\` first or set PADDOCK_BIN`);
@@ -57,6 +62,11 @@ export async function startDaemon(): Promise<Daemon> {
   const listen = `127.0.0.1:${await freePort()}`;
   const args = ["serve", "--state-dir", stateDir, "--listen", listen, "--log-level", "debug"];
   if (process.env.PADDOCK_TEST_RUNTIME) args.push("--runtime", process.env.PADDOCK_TEST_RUNTIME);
+  if (opts.config !== undefined) {
+    const cfg = join(stateDir, "config.json");
+    await writeFile(cfg, JSON.stringify(opts.config), { mode: 0o600 });
+    args.push("--config", cfg);
+  }
   const child: ChildProcess = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   const keep = (b: Buffer) => {

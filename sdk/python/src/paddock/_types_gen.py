@@ -162,7 +162,11 @@ class NetworkPolicyJSON(_NetworkPolicyJSONRequired, _NetworkPolicyJSONOptional):
     name below the domain, not the domain itself), IPv4 addresses or CIDRs
     (`10.0.0.0/8`), each optionally with `:port` (`10.1.2.3:5432`); `deny`
     wins over `allow`. In `full` mode `deny` may hold only addresses and
-    CIDRs. Mode `off` takes no entries.
+    CIDRs. Mode `off` takes no entries. An `allow` address or CIDR reaching
+    loopback, link-local (cloud metadata), private, CGNAT, multicast or
+    other special ranges, the host's own addresses or the sandbox pool is
+    refused with 400 and the reason unless the operator opened the range
+    (`paddockd --network-allow-private`).
     """
 
 

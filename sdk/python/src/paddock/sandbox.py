@@ -129,7 +129,9 @@ class Sandbox:
 
     def set_network(self, network: NetworkLike) -> SandboxInfo:
         """Replace the egress policy (``"off"``, ``"full"`` or a
-        :class:`NetworkPolicy` / dict); it applies at once."""
+        :class:`NetworkPolicy` / dict); it applies at once. Any mode
+        change works: from ``"off"`` the sandbox gets its interface, to
+        ``"off"`` every connection is cut."""
         body = _bodies.network_json(network)
         self.info = SandboxInfo.from_json(self.client._call("PATCH", self._path("network"), json_body=body))
         return self.info

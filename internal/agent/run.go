@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -94,6 +95,9 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	}
 	if err != nil {
 		closeAll()
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, s.pidsLimit()
+		}
 		return nil, fmt.Errorf("start shim %s: %w", s.cfg.ShimPath, err)
 	}
 	stdinW, stdoutR, stderrR, statusR := pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
@@ -108,9 +112,17 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 		if first.Error == "" {
 			_ = unix.Kill(shimPid, unix.SIGKILL)
 		}
-		<-shimExit
-		if first.Error != "" {
+		es := <-shimExit
+		switch {
+		case first.Limit:
+			return nil, s.pidsLimit()
+		case first.Error != "":
 			return nil, badRequest("%s", first.Error)
+		case errors.Is(derr, io.EOF) && es.ok && !es.ws.Signaled():
+			// The shim died before its first report: the Go runtime exits
+			// when it cannot make a thread, which only the pids limit
+			// causes here.
+			return nil, s.pidsLimit()
 		}
 		return nil, fmt.Errorf("shim did not start the command: %w", derr)
 	}
@@ -315,4 +327,13 @@ func oomKills() int64 {
 		}
 	}
 	return 0
+}
+
+// pidsLimit is the error of a command that could not start because the
+// sandbox runs as many processes and threads as its pids limit allows.
+func (s *Server) pidsLimit() error {
+	if s.cfg.NProc > 0 {
+		return newError(api.CodeLimitExceeded, "the sandbox is at its limit of %d processes and threads; end some to start more", s.cfg.NProc)
+	}
+	return newError(api.CodeLimitExceeded, "the sandbox is at its process limit; end some processes to start more")
 }

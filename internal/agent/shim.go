@@ -3,10 +3,13 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -25,6 +28,8 @@ type shimStatus struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Limit marks an Error caused by the sandbox's process limit.
+	Limit bool `json:"limit,omitempty"`
 }
 
 // shimArgs is the shim command line (after argv[0]) that runs argv from
@@ -47,6 +52,11 @@ func shimArgs(path string, nproc int, argv []string) []string {
 // every descendant before reporting. It exits once the command ended;
 // background processes the command left behind are then reparented.
 func RunShim(args []string) int {
+	// Every thread of the shim counts against the sandbox's pids, as much
+	// as a command's process does: one P and no collector keep it at the
+	// two or three threads the runtime starts with.
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(-1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC for the command (0 = inherit)")
@@ -70,8 +80,10 @@ func RunShim(args []string) int {
 		lim := uint64(*nproc)
 		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// SIGCHLD is awaited on a channel rather than in a blocking wait4 of
+	// its own goroutine: a blocked syscall would hold an OS thread.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
 		Env:   os.Environ(),
@@ -79,26 +91,39 @@ func RunShim(args []string) int {
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		_ = enc.Encode(shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)})
+		st := shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)}
+		if errors.Is(err, unix.EAGAIN) {
+			st.Limit = true
+		}
+		_ = enc.Encode(st)
 		return 127
 	}
 	_ = enc.Encode(shimStatus{PID: pid})
+	_ = enc.Encode(statusOf(awaitCommand(pid, sigs)))
+	return 0
+}
 
-	exited := make(chan unix.WaitStatus, 1)
-	go reapChildren(pid, exited)
-	var ws unix.WaitStatus
-	select {
-	case ws = <-exited:
-	case <-sigs:
-		killDescendants(os.Getpid(), pid)
+// awaitCommand reaps the shim's children (the command and the orphans
+// reparented to it) as SIGCHLD arrives, until the command ended, and
+// returns its status. On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every
+// descendant.
+func awaitCommand(main int, sigs <-chan os.Signal) unix.WaitStatus {
+	var stuck <-chan time.Time
+	for {
+		if ws, ok := reapChildren(main); ok {
+			return ws
+		}
 		select {
-		case ws = <-exited:
-		case <-time.After(5 * time.Second): // stuck in the kernel
-			ws = unix.WaitStatus(unix.SIGKILL)
+		case sig := <-sigs:
+			if sig != unix.SIGCHLD && stuck == nil {
+				killDescendants(os.Getpid(), main)
+				stuck = time.After(5 * time.Second)
+			}
+		case <-time.After(time.Second): // a SIGCHLD lost to coalescing
+		case <-stuck: // stuck in the kernel
+			return unix.WaitStatus(unix.SIGKILL)
 		}
 	}
-	_ = enc.Encode(statusOf(ws))
-	return 0
 }
 
 // statusOf turns a wait status into the shim's report.
@@ -118,21 +143,22 @@ func signalName(sig unix.Signal) string {
 	return "SIG" + strconv.Itoa(int(sig))
 }
 
-// reapChildren waits for every child of the shim, the command and the
-// orphans reparented to it, and sends the command's status on exited. It
-// returns when the shim has no children left.
-func reapChildren(main int, exited chan<- unix.WaitStatus) {
+// reapChildren reaps every child of the shim that has exited, without
+// blocking, and returns the command's status once it was reaped.
+func reapChildren(main int) (unix.WaitStatus, bool) {
+	var mainWS unix.WaitStatus
+	found := false
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil { // ECHILD: none left, and none can appear
-			return
+		if err != nil || pid <= 0 {
+			return mainWS, found
 		}
 		if pid == main {
-			exited <- ws
+			mainWS, found = ws, true
 		}
 	}
 }

@@ -197,7 +197,15 @@ func (b *Backend) Templates() []string {
 
 func (b *Backend) dir(id string) string { return filepath.Join(b.cfg.StateDir, "containers", id) }
 
-func (b *Backend) socketPath(id string) string { return filepath.Join(b.dir(id), "agent.sock") }
+// socketPath is the agent's socket: made by the daemon in the sandbox's
+// directory and handed in, or, under gVisor, made by the agent in the
+// sock/ directory bound into the sandbox (see gvisorSocket).
+func (b *Backend) socketPath(id string) string {
+	if _, err := os.Stat(filepath.Join(b.dir(id), gvisorSockDir)); err == nil {
+		return filepath.Join(b.dir(id), gvisorSockDir, "agent.sock")
+	}
+	return filepath.Join(b.dir(id), "agent.sock")
+}
 
 func (b *Backend) runtimeFor(template string) (*ociRuntime, error) {
 	if template == "base" {
@@ -321,24 +329,31 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	if spec.Network != nil {
 		joinNetwork(s, spec.Network)
 	}
+	if rt.gvisor() {
+		if err := gvisorSocket(s, dir, int(m.UIDBase)); err != nil {
+			return info, err
+		}
+	}
 	s.Process.Env = dedupeEnv(s.Process.Env)
 	sb, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
 		return info, err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
-	if err != nil {
-		return info, fmt.Errorf("agent socket: %w", err)
+	var lf *os.File
+	if !rt.gvisor() {
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
+		if err != nil {
+			return info, fmt.Errorf("agent socket: %w", err)
+		}
+		ln.SetUnlinkOnClose(false)
+		lf, err = ln.File()
+		ln.Close()
+		if err != nil {
+			return info, err
+		}
+		defer lf.Close()
 	}
-	ln.SetUnlinkOnClose(false)
-	lf, err := ln.File()
-	ln.Close()
-	if err != nil {
-		return info, err
-	}
-	err = rt.run(ctx, spec.ID, dir, lf)
-	lf.Close()
-	if err != nil {
+	if err := rt.run(ctx, spec.ID, dir, lf); err != nil {
 		return info, err
 	}
 	// The agent must survive the sandbox's own OOM kills; only the host can

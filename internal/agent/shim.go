@@ -32,6 +32,21 @@ type shimStatus struct {
 	Limit bool `json:"limit,omitempty"`
 }
 
+// shimEnv comes first in the shim's environment, ahead of the command's:
+// the Go runtime reads it at start, before any code of the shim runs, and
+// so starts with one P and fewer threads. The shim drops it from the
+// command's environment.
+const shimEnv = "GOMAXPROCS=1"
+
+// shimCommandEnv is the shim's environment without shimEnv.
+func shimCommandEnv() []string {
+	env := os.Environ()
+	if len(env) > 0 && env[0] == shimEnv {
+		return env[1:]
+	}
+	return env
+}
+
 // shimArgs is the shim command line (after argv[0]) that runs argv from
 // the executable at path.
 func shimArgs(path string, nproc int, argv []string) []string {
@@ -53,8 +68,8 @@ func shimArgs(path string, nproc int, argv []string) []string {
 // background processes the command left behind are then reparented.
 func RunShim(args []string) int {
 	// Every thread of the shim counts against the sandbox's pids, as much
-	// as a command's process does: one P and no collector keep it at the
-	// two or three threads the runtime starts with.
+	// as a command's process does: one P (shimEnv) and no collector keep
+	// it at the few threads the runtime starts with.
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(-1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
@@ -86,7 +101,7 @@ func RunShim(args []string) int {
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   shimCommandEnv(),
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})

@@ -65,7 +65,7 @@ func updateArgs(r sandbox.Resources, swap bool) []string {
 			"--cpu-quota", strconv.FormatInt(int64(r.VCPUs*period), 10))
 	}
 	if r.PIDs > 0 {
-		args = append(args, "--pids-limit", strconv.FormatInt(r.PIDs+agentPIDsReserve, 10))
+		args = append(args, "--pids-limit", strconv.FormatInt(pidsMax(r.PIDs), 10))
 	}
 	return args
 }

@@ -1,10 +1,12 @@
 # Paddock build and test entry points. `make test` is what CI runs.
 GO      ?= go
 BIN     ?= bin
+RUNSC_VERSION ?= v0.0.0-20260905035102-160fafc42237
+RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test lint generate check-generated cross bench soak up clean sdk-python sdk-typescript
+.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench soak up clean sdk-python sdk-typescript
 
 all: build
 
@@ -22,7 +24,7 @@ deps:
 	scripts/deps.sh
 
 ## test: everything CI runs (as root): lint, unit tests, integration tests against runc and crun
-test: deps build lint check-generated cross unit integration sdk-python sdk-typescript
+test: deps build lint check-generated cross unit integration runsc-test sdk-python sdk-typescript
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
@@ -51,6 +53,13 @@ integration:
 	scripts/cgroup-setup.sh
 	$(GO) test -count=1 -timeout 20m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 	PADDOCK_TEST_RUNTIME=crun $(GO) test -count=1 -timeout 10m -run 'TestConformance' ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
+
+## runsc-test: the Backend conformance suite under gVisor (runsc built by scripts/deps.sh, systrap platform; about 20 s)
+runsc-test: build
+	RUNSC_VERSION=$(RUNSC_VERSION) scripts/deps.sh
+	cp $(RUNSC) $(BIN)/runsc
+	scripts/cgroup-setup.sh
+	$(GO) test -count=1 -timeout 5m -run 'TestConformance' ./internal/backend/container/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.runtime=runsc -paddock.runtime-path=$(CURDIR)/$(BIN)/runsc
 
 ## sdk-python: the Python SDK's tests (unit, against a real paddockd, and the examples against bin/paddock-fakemodel)
 sdk-python: build

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -67,11 +66,13 @@ func shimArgs(path string, nproc int, argv []string) []string {
 // every descendant before reporting. It exits once the command ended;
 // background processes the command left behind are then reparented.
 func RunShim(args []string) int {
-	// Every thread of the shim counts against the sandbox's pids, as much
-	// as a command's process does: one P (shimEnv) and no collector keep
-	// it at the few threads the runtime starts with.
+	// Every thread of the shim counts against the sandbox's pids and
+	// RLIMIT_NPROC, as a command's process does, and a Go program that
+	// cannot make a thread it needs dies. So the shim runs on one P
+	// (shimEnv) and never blocks in a syscall once the command runs: the
+	// threads it started with are all it ever needs, even when the command
+	// has taken every pid left.
 	runtime.GOMAXPROCS(1)
-	debug.SetGCPercent(-1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC for the command (0 = inherit)")
@@ -95,10 +96,12 @@ func RunShim(args []string) int {
 		lim := uint64(*nproc)
 		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
 	}
-	// SIGCHLD is awaited on a channel rather than in a blocking wait4 of
-	// its own goroutine: a blocked syscall would hold an OS thread.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// Two channels, so that a burst of SIGCHLD can never crowd out a stop
+	// signal; one pending SIGCHLD is enough, as each reaps every child.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
 		Env:   shimCommandEnv(),
@@ -114,27 +117,33 @@ func RunShim(args []string) int {
 		return 127
 	}
 	_ = enc.Encode(shimStatus{PID: pid})
-	_ = enc.Encode(statusOf(awaitCommand(pid, sigs)))
+	_ = enc.Encode(statusOf(awaitCommand(pid, chld, stop)))
 	return 0
 }
 
 // awaitCommand reaps the shim's children (the command and the orphans
-// reparented to it) as SIGCHLD arrives, until the command ended, and
-// returns its status. On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every
-// descendant.
-func awaitCommand(main int, sigs <-chan os.Signal) unix.WaitStatus {
+// reparented to it) as SIGCHLD arrives, without blocking in wait4 (a
+// blocked syscall holds a thread, and the runtime would need another one
+// to handle a signal), until the command ended, and returns its status.
+// On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every descendant.
+// Orphans that end after the command are reaped by PID 1 once the shim
+// has exited.
+func awaitCommand(main int, chld, stop <-chan os.Signal) unix.WaitStatus {
+	tick := time.NewTicker(time.Second) // a SIGCHLD lost to coalescing
+	defer tick.Stop()
 	var stuck <-chan time.Time
 	for {
 		if ws, ok := reapChildren(main); ok {
 			return ws
 		}
 		select {
-		case sig := <-sigs:
-			if sig != unix.SIGCHLD && stuck == nil {
+		case <-chld:
+		case <-tick.C:
+		case <-stop:
+			if stuck == nil {
 				killDescendants(os.Getpid(), main)
 				stuck = time.After(5 * time.Second)
 			}
-		case <-time.After(time.Second): // a SIGCHLD lost to coalescing
 		case <-stuck: // stuck in the kernel
 			return unix.WaitStatus(unix.SIGKILL)
 		}

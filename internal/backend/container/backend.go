@@ -140,6 +140,9 @@ func New(cfg Config) (*Backend, error) {
 			return nil, err
 		}
 	}
+	if err := checkSearchable(cfg.StateDir); err != nil {
+		return nil, err
+	}
 	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}}
 	for name, path := range cfg.Runtimes {
 		root := filepath.Join(cfg.StateDir, "runtime", name)

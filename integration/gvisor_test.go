@@ -2,9 +2,12 @@ package integration
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,5 +56,52 @@ func TestTemplateRuntimeGVisor(t *testing.T) {
 	w, err := p.Wait(ctx, time.Minute)
 	if err != nil || w.Result == nil || w.Result.ExitCode == nil || *w.Result.ExitCode != 0 {
 		t.Fatalf("background process under gVisor: %+v, %v", w, err)
+	}
+
+	// The agent's socket sits in a directory bound in from the host that the
+	// sandbox's root can write: it swaps the socket for a link to a socket
+	// of the host. The daemon must not follow it (the sandbox only cuts
+	// itself off).
+	host := filepath.Join(d.stateDir, "host.sock")
+	ln, err := net.Listen("unix", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	reached := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			reached <- struct{}{}
+			c.Close()
+		}
+	}()
+	res := advExec(t, gv, "rm /.paddock-sock/agent.sock && ln -s "+host+" /.paddock-sock/agent.sock && ls -l /.paddock-sock/", 30)
+	if !strings.Contains(res.Stdout, "-> "+host) {
+		t.Fatalf("could not plant the link: %+v", res)
+	}
+	if lt, err := os.Readlink(filepath.Join(d.stateDir, "containers", gv.ID, "sock", "agent.sock")); err != nil || lt != host {
+		t.Logf("the link did not reach the host (%q, %v): the sandbox cannot plant it at all", lt, err)
+	}
+	// More execs at once than the daemon keeps idle connections (4): some
+	// must dial anew.
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := gv.Exec(ctx, api.ExecRequest{Command: "sleep 1"}); err != nil {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() == 0 {
+		t.Fatal("no exec needed a new connection: the test proves nothing")
+	}
+	select {
+	case <-reached:
+		t.Fatal("the daemon followed the sandbox's link to a socket of the host")
+	default:
 	}
 }

@@ -450,8 +450,7 @@ func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
 	if !validID(id) {
 		return nil, sandbox.ErrNotFound
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", b.socketPath(id))
+	c, err := dialSocket(ctx, b.socketPath(id))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}

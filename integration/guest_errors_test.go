@@ -35,6 +35,22 @@ func TestExecEndsWhenLeaseEnds(t *testing.T) {
 		}
 		wantExpired(t, started, last)
 	})
+	t.Run("stream, paused at the lease's end", func(t *testing.T) {
+		sb := newSandbox(t, &api.CreateSandboxRequest{TimeoutSeconds: 3, OnTimeout: api.OnTimeoutPause})
+		var last error
+		started := false
+		for ev, err := range sb.ExecStream(ctx, api.ExecRequest{Command: "sleep 120", TimeoutSeconds: 120}) {
+			if err != nil {
+				last = err
+				break
+			}
+			started = started || ev.Type == api.EventStart
+		}
+		wantExpired(t, started, last)
+		if !strings.Contains(last.Error(), "paused") {
+			t.Errorf("the error does not say the sandbox is paused: %v", last)
+		}
+	})
 	t.Run("result", func(t *testing.T) {
 		sb := newSandbox(t, &api.CreateSandboxRequest{TimeoutSeconds: 3})
 		res, err := sb.Exec(ctx, api.ExecRequest{Command: "sleep 120", TimeoutSeconds: 120})

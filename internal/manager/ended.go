@@ -30,3 +30,11 @@ func (m *Manager) EndedDuring(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("%w: sandbox %s ended while the command ran: it is now %s%s", sandbox.ErrConflict, id, r.State, why)
 }
+
+// ExpiredPaused reports whether sandbox id was paused because its lease
+// ended. Its commands are frozen, not ended: a request still waiting on
+// one would otherwise wait for as long as the pause lasts.
+func (m *Manager) ExpiredPaused(id string) bool {
+	r, err := m.store.Get(id)
+	return err == nil && r.State == sandbox.Paused && strings.HasPrefix(r.Reason, "expired")
+}

@@ -50,15 +50,17 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) erro
 		return err
 	}
 	start := time.Now()
+	ctx, cancel := s.untilPaused(r, id)
+	defer cancel()
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		evs, err := s.agent.ExecStream(r.Context(), id, req)
+		evs, err := s.agent.ExecStream(ctx, id, req)
 		if err != nil {
 			return agentErr(r, err)
 		}
 		defer evs.Close()
 		s.streamEvents(r, w, id, evs)
 	} else {
-		res, err := s.agent.Exec(r.Context(), id, req)
+		res, err := s.agent.Exec(ctx, id, req)
 		if err != nil {
 			if err := agentErr(r, err); err != nil {
 				return cmp.Or(s.mgr.EndedDuring(r.Context(), id), err)
@@ -205,7 +207,9 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	evs, err := s.agent.ProcessOutput(r.Context(), id, r.PathValue("process"))
+	ctx, cancel := s.untilPaused(r, id)
+	defer cancel()
+	evs, err := s.agent.ProcessOutput(ctx, id, r.PathValue("process"))
 	if err != nil {
 		return agentErr(r, err)
 	}

@@ -88,7 +88,7 @@ func serve(args []string) int {
 		log.Error("listen", "err", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+	ctx, stop := stopSignals(log)
 	defer stop()
 	srv := agent.NewServer(agent.Config{
 		Workdir:       *workdir,
@@ -114,6 +114,33 @@ func harden() {
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-999"), 0)
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
+}
+
+// stopSignals returns the context that ends serving. Outside a sandbox
+// SIGTERM and SIGINT end it. As PID 1 of a sandbox nothing does: the
+// sandbox's own root could send them (kill -TERM 1), and the kernel
+// delivers them to a PID 1 that handles them, so SIGTERM, SIGINT, SIGHUP
+// and SIGQUIT are caught and dropped. They are caught, not ignored, as an
+// ignored signal would stay ignored in every command. The daemon stops a
+// sandbox with SIGKILL from outside, which no handler can catch.
+func stopSignals(log *slog.Logger) (context.Context, context.CancelFunc) {
+	if os.Getpid() != 1 {
+		return signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+	}
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			select {
+			case sig := <-ch:
+				log.Warn("ignored a signal sent to PID 1", "signal", sig.String())
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
 // listener returns the inherited socket fd, or a new unix socket at path.

@@ -204,6 +204,11 @@ func run(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer func() { // last: removes the cgroup parent once no sandbox is left
+		if err := b.Close(context.Background()); err != nil {
+			log.Warn("backend cleanup", "err", err)
+		}
+	}()
 	if cat, err = newCatalog(cfg, images, b, log); err != nil {
 		return err
 	}

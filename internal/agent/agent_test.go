@@ -91,9 +91,15 @@ func newHarness(t *testing.T, cfg agent.Config) *harness {
 func (h *harness) waitHealthy() {
 	h.t.Helper()
 	for i := 0; i < 100; i++ {
-		var out map[string]string
-		if st, _ := h.try(http.MethodGet, "/health", nil, &out); st == http.StatusOK && out["status"] == "ok" {
-			return
+		// The socket's file exists from bind, a moment before listen: a
+		// refused connection is retried too.
+		if resp, err := h.c.Get("http://agent/health"); err == nil {
+			var out map[string]string
+			err = json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK && out["status"] == "ok" {
+				return
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

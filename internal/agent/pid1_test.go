@@ -75,28 +75,24 @@ func TestAgentAsPID1(t *testing.T) {
 		t.Fatalf("exec: %+v", res)
 	}
 
-	// Orphans reparent to the agent, which must reap them.
+	// Orphans reparent to the agent, which must reap them. Those that end
+	// while their shim is still exiting (under -race, os.Exit sleeps a
+	// second) are its zombies until then: wait for the count to reach 0.
 	h.exec(api.ExecRequest{Command: "for i in 1 2 3; do (sleep 0.1 &) ; done; sleep 0.05 &"})
-	time.Sleep(500 * time.Millisecond)
-	res := h.exec(api.ExecRequest{Command: listProcs})
-	for line := range strings.SplitSeq(strings.TrimSpace(res.Stdout), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[1] == "Z" {
-			t.Errorf("zombie left: %s\nall:\n%s", line, res.Stdout)
-		}
+	if left := h.waitProcs(func(pid, state, comm string) bool { return state == "Z" }); left != "" {
+		t.Errorf("zombies left:\n%s", left)
 	}
 
 	// A timeout kills the tree, setsid and double-forked children included.
-	res = h.exec(api.ExecRequest{
+	res := h.exec(api.ExecRequest{
 		Command:        "setsid sleep 31 & sh -c 'sleep 31 &' & sleep 31",
 		TimeoutSeconds: 0.5,
 	})
 	if !res.TimedOut {
 		t.Errorf("not timed out: %+v", res)
 	}
-	time.Sleep(100 * time.Millisecond)
-	res = h.exec(api.ExecRequest{Command: listProcs})
-	if strings.Contains(res.Stdout, "(sleep)") {
-		t.Errorf("sleep survived the timeout:\n%s", res.Stdout)
+	if left := h.waitProcs(func(pid, state, comm string) bool { return comm == "(sleep)" }); left != "" {
+		t.Errorf("sleep survived the timeout:\n%s", left)
 	}
 
 	// Background processes work with the reaper too.
@@ -105,4 +101,27 @@ func TestAgentAsPID1(t *testing.T) {
 	if w := h.waitProcess(p.ID, "10"); deref(w.Result.ExitCode) != 3 {
 		t.Errorf("background result %+v", w.Result)
 	}
+}
+
+// waitProcs lists the sandbox's processes until none matches, for up to
+// ten seconds, and returns the last listing if some still match.
+func (h *harness) waitProcs(match func(pid, state, comm string) bool) string {
+	h.t.Helper()
+	for i := range 100 {
+		res := h.exec(api.ExecRequest{Command: listProcs})
+		found := false
+		for line := range strings.SplitSeq(strings.TrimSpace(res.Stdout), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && match(f[0], f[1], f[2]) {
+				found = true
+			}
+		}
+		if !found {
+			return ""
+		}
+		if i == 99 {
+			return res.Stdout
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ""
 }

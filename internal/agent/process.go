@@ -77,6 +77,20 @@ func (t *procTable) get(id string) (*proc, error) {
 	return p, nil
 }
 
+// live counts the processes that have not ended (each holds a shim) and
+// the starts in progress.
+func (t *procTable) live() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.pending
+	for _, p := range t.procs {
+		if !p.finished() {
+			n++
+		}
+	}
+	return n
+}
+
 // list returns the processes, oldest first.
 func (t *procTable) list() []*proc {
 	t.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -82,8 +83,8 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	}
 	oomBefore := oomKills()
 	startedAt := time.Now()
-	argv := append([]string{"paddock-agent"}, shimArgs(spec.path, s.cfg.NProc, spec.argv)...)
-	shimPid, shimExit, err := forkExec(s.reaper, s.cfg.ShimPath, argv, &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: fds})
+	argv := append([]string{"paddock-agent"}, shimArgs(spec.path, s.commandNProc(), spec.argv)...)
+	shimPid, shimExit, err := forkExec(s.reaper, s.cfg.ShimPath, argv, &syscall.ProcAttr{Dir: spec.dir, Env: append([]string{shimEnv}, spec.env...), Files: fds})
 	for i, f := range childEnds {
 		f.Close()
 		if i == 0 {
@@ -94,6 +95,9 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	}
 	if err != nil {
 		closeAll()
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, s.pidsLimit()
+		}
 		return nil, fmt.Errorf("start shim %s: %w", s.cfg.ShimPath, err)
 	}
 	stdinW, stdoutR, stderrR, statusR := pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
@@ -108,9 +112,17 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 		if first.Error == "" {
 			_ = unix.Kill(shimPid, unix.SIGKILL)
 		}
-		<-shimExit
-		if first.Error != "" {
+		es := <-shimExit
+		switch {
+		case first.Limit:
+			return nil, s.pidsLimit()
+		case first.Error != "":
 			return nil, badRequest("%s", first.Error)
+		case errors.Is(derr, io.EOF) && es.ok && !es.ws.Signaled():
+			// The shim died before its first report: the Go runtime exits
+			// when it cannot make a thread, which only the pids limit
+			// causes here.
+			return nil, s.pidsLimit()
 		}
 		return nil, fmt.Errorf("shim did not start the command: %w", derr)
 	}
@@ -312,6 +324,47 @@ func oomKills() int64 {
 				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 				return n
 			}
+		}
+	}
+	return 0
+}
+
+// pidsLimit is the error of a command that could not start because the
+// sandbox runs as many processes and threads as its pids limit allows.
+func (s *Server) pidsLimit() error {
+	if s.cfg.NProc > 0 {
+		return newError(api.CodeLimitExceeded, "the sandbox is at its limit of %d processes and threads; end some to start more", s.cfg.NProc)
+	}
+	return newError(api.CodeLimitExceeded, "the sandbox is at its process limit; end some processes to start more")
+}
+
+// shimTasks is what one shim may hold in threads (about six: the Go
+// runtime's), with a margin. The sandbox's cgroup grants as much per
+// process on top of its pids (see the container backend's pidsMax).
+const shimTasks = 8
+
+// commandNProc is the RLIMIT_NPROC of a command about to start: the
+// sandbox's pids for the commands themselves, plus the threads of the
+// agent and of every live shim (the kernel counts them all against the
+// same uid), so that shims never take the commands' share. 0 means no
+// limit.
+func (s *Server) commandNProc() int {
+	if s.cfg.NProc <= 0 {
+		return 0
+	}
+	return s.cfg.NProc + selfThreads() + shimTasks*(s.procs.live()+1)
+}
+
+// selfThreads is the number of threads of the agent.
+func selfThreads() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
 		}
 	}
 	return 0

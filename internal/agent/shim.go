@@ -3,10 +3,12 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -25,6 +27,23 @@ type shimStatus struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Limit marks an Error caused by the sandbox's process limit.
+	Limit bool `json:"limit,omitempty"`
+}
+
+// shimEnv comes first in the shim's environment, ahead of the command's:
+// the Go runtime reads it at start, before any code of the shim runs, and
+// so starts with one P and fewer threads. The shim drops it from the
+// command's environment.
+const shimEnv = "GOMAXPROCS=1"
+
+// shimCommandEnv is the shim's environment without shimEnv.
+func shimCommandEnv() []string {
+	env := os.Environ()
+	if len(env) > 0 && env[0] == shimEnv {
+		return env[1:]
+	}
+	return env
 }
 
 // shimArgs is the shim command line (after argv[0]) that runs argv from
@@ -47,6 +66,13 @@ func shimArgs(path string, nproc int, argv []string) []string {
 // every descendant before reporting. It exits once the command ended;
 // background processes the command left behind are then reparented.
 func RunShim(args []string) int {
+	// Every thread of the shim counts against the sandbox's pids and
+	// RLIMIT_NPROC, as a command's process does, and a Go program that
+	// cannot make a thread it needs dies. So the shim runs on one P
+	// (shimEnv) and never blocks in a syscall once the command runs: the
+	// threads it started with are all it ever needs, even when the command
+	// has taken every pid left.
+	runtime.GOMAXPROCS(1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC for the command (0 = inherit)")
@@ -70,35 +96,58 @@ func RunShim(args []string) int {
 		lim := uint64(*nproc)
 		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// Two channels, so that a burst of SIGCHLD can never crowd out a stop
+	// signal; one pending SIGCHLD is enough, as each reaps every child.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   shimCommandEnv(),
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		_ = enc.Encode(shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)})
+		st := shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)}
+		if errors.Is(err, unix.EAGAIN) {
+			st.Limit = true
+		}
+		_ = enc.Encode(st)
 		return 127
 	}
 	_ = enc.Encode(shimStatus{PID: pid})
+	_ = enc.Encode(statusOf(awaitCommand(pid, chld, stop)))
+	return 0
+}
 
-	exited := make(chan unix.WaitStatus, 1)
-	go reapChildren(pid, exited)
-	var ws unix.WaitStatus
-	select {
-	case ws = <-exited:
-	case <-sigs:
-		killDescendants(os.Getpid(), pid)
+// awaitCommand reaps the shim's children (the command and the orphans
+// reparented to it) as SIGCHLD arrives, without blocking in wait4 (a
+// blocked syscall holds a thread, and the runtime would need another one
+// to handle a signal), until the command ended, and returns its status.
+// On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every descendant.
+// Orphans that end after the command are reaped by PID 1 once the shim
+// has exited.
+func awaitCommand(main int, chld, stop <-chan os.Signal) unix.WaitStatus {
+	tick := time.NewTicker(time.Second) // a SIGCHLD lost to coalescing
+	defer tick.Stop()
+	var stuck <-chan time.Time
+	for {
+		if ws, ok := reapChildren(main); ok {
+			return ws
+		}
 		select {
-		case ws = <-exited:
-		case <-time.After(5 * time.Second): // stuck in the kernel
-			ws = unix.WaitStatus(unix.SIGKILL)
+		case <-chld:
+		case <-tick.C:
+		case <-stop:
+			if stuck == nil {
+				killDescendants(os.Getpid(), main)
+				stuck = time.After(5 * time.Second)
+			}
+		case <-stuck: // stuck in the kernel
+			return unix.WaitStatus(unix.SIGKILL)
 		}
 	}
-	_ = enc.Encode(statusOf(ws))
-	return 0
 }
 
 // statusOf turns a wait status into the shim's report.
@@ -118,21 +167,22 @@ func signalName(sig unix.Signal) string {
 	return "SIG" + strconv.Itoa(int(sig))
 }
 
-// reapChildren waits for every child of the shim, the command and the
-// orphans reparented to it, and sends the command's status on exited. It
-// returns when the shim has no children left.
-func reapChildren(main int, exited chan<- unix.WaitStatus) {
+// reapChildren reaps every child of the shim that has exited, without
+// blocking, and returns the command's status once it was reaped.
+func reapChildren(main int) (unix.WaitStatus, bool) {
+	var mainWS unix.WaitStatus
+	found := false
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil { // ECHILD: none left, and none can appear
-			return
+		if err != nil || pid <= 0 {
+			return mainWS, found
 		}
 		if pid == main {
-			exited <- ws
+			mainWS, found = ws, true
 		}
 	}
 }

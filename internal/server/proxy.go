@@ -7,6 +7,7 @@ package server
 // their types, never copied as bytes.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,17 +50,22 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) erro
 		return err
 	}
 	start := time.Now()
+	ctx, cancel := s.untilPaused(r, id)
+	defer cancel()
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		evs, err := s.agent.ExecStream(r.Context(), id, req)
+		evs, err := s.agent.ExecStream(ctx, id, req)
 		if err != nil {
 			return agentErr(r, err)
 		}
 		defer evs.Close()
-		s.streamEvents(w, id, evs)
+		s.streamEvents(r, w, id, evs)
 	} else {
-		res, err := s.agent.Exec(r.Context(), id, req)
+		res, err := s.agent.Exec(ctx, id, req)
 		if err != nil {
-			return agentErr(r, err)
+			if err := agentErr(r, err); err != nil {
+				return cmp.Or(s.mgr.EndedDuring(r.Context(), id), err)
+			}
+			return nil
 		}
 		writeJSON(w, http.StatusOK, res)
 	}
@@ -70,8 +76,10 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) erro
 }
 
 // streamEvents answers with evs as NDJSON, flushing each event, until the
-// stream ends or the client goes away.
-func (s *Server) streamEvents(w http.ResponseWriter, id string, evs *agent.Events) {
+// stream ends or the client goes away. A stream the agent cut short
+// because the sandbox stopped running (its lease ended, it was deleted)
+// ends with an error event that says so, not with a bare EOF.
+func (s *Server) streamEvents(r *http.Request, w http.ResponseWriter, id string, evs *agent.Events) {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
@@ -83,10 +91,21 @@ func (s *Server) streamEvents(w http.ResponseWriter, id string, evs *agent.Event
 			if errors.Is(err, agent.ErrStreamTooLarge) {
 				s.log.Warn("agent stream over its bound, cut", "sandbox", id)
 			}
+			if r.Context().Err() != nil {
+				return
+			}
+			if ended := s.mgr.EndedDuring(r.Context(), id); ended != nil {
+				code, _ := classify(ended)
+				_ = enc.Encode(api.Event{Type: api.EventError, Error: &api.ErrorBody{Code: code, Message: ended.Error()}})
+				_ = rc.Flush()
+			}
 			return
 		}
 		if enc.Encode(ev) != nil || rc.Flush() != nil {
 			return
+		}
+		if ev.Type == api.EventExit || ev.Type == api.EventError {
+			return // the last event of a stream
 		}
 	}
 }
@@ -188,12 +207,14 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	evs, err := s.agent.ProcessOutput(r.Context(), id, r.PathValue("process"))
+	ctx, cancel := s.untilPaused(r, id)
+	defer cancel()
+	evs, err := s.agent.ProcessOutput(ctx, id, r.PathValue("process"))
 	if err != nil {
 		return agentErr(r, err)
 	}
 	defer evs.Close()
-	s.streamEvents(w, id, evs)
+	s.streamEvents(r, w, id, evs)
 	return nil
 }
 

@@ -62,6 +62,12 @@ func DefaultBinDir() string {
 // paddock-agent and runc binaries of binDir. Its New skips the test, with
 // the reason, unless it runs as root with those binaries and mkfs.ext4.
 func Container(binDir string) Harness {
+	return ContainerRuntime(binDir, "runc", filepath.Join(binDir, "runc"))
+}
+
+// ContainerRuntime is Container with the OCI runtime name at path (runc,
+// crun or runsc) as the default runtime.
+func ContainerRuntime(binDir, name, path string) Harness {
 	var mu sync.Mutex // guards configs
 	configs := map[sandbox.Backend]container.Config{}
 	configOf := func(b sandbox.Backend) container.Config {
@@ -77,6 +83,7 @@ func Container(binDir string) Harness {
 	var h Harness
 	h.New = func(t *testing.T) sandbox.Backend {
 		cfg := containerConfig(t, binDir)
+		cfg.Runtimes, cfg.DefaultRuntime = map[string]string{name: path}, name
 		b, err := container.New(cfg)
 		if err != nil {
 			t.Fatalf("container.New: %v", err)
@@ -108,7 +115,15 @@ func Container(binDir string) Harness {
 			t.Fatalf("kill %s (pid %d): %v", id, pid, err)
 		}
 	}
-	h.Unavailable = func() string { return containerUnavailable(binDir) }
+	h.Unavailable = func() string {
+		if why := containerUnavailable(binDir); why != "" {
+			return why
+		}
+		if !isFile(path) {
+			return "the container backend with " + name + " needs " + path
+		}
+		return ""
+	}
 	return h
 }
 

@@ -140,6 +140,9 @@ func New(cfg Config) (*Backend, error) {
 			return nil, err
 		}
 	}
+	if err := checkSearchable(cfg.StateDir); err != nil {
+		return nil, err
+	}
 	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}}
 	for name, path := range cfg.Runtimes {
 		root := filepath.Join(cfg.StateDir, "runtime", name)
@@ -197,7 +200,15 @@ func (b *Backend) Templates() []string {
 
 func (b *Backend) dir(id string) string { return filepath.Join(b.cfg.StateDir, "containers", id) }
 
-func (b *Backend) socketPath(id string) string { return filepath.Join(b.dir(id), "agent.sock") }
+// socketPath is the agent's socket: made by the daemon in the sandbox's
+// directory and handed in, or, under gVisor, made by the agent in the
+// sock/ directory bound into the sandbox (see gvisorSocket).
+func (b *Backend) socketPath(id string) string {
+	if _, err := os.Stat(filepath.Join(b.dir(id), gvisorSockDir)); err == nil {
+		return filepath.Join(b.dir(id), gvisorSockDir, "agent.sock")
+	}
+	return filepath.Join(b.dir(id), "agent.sock")
+}
 
 func (b *Backend) runtimeFor(template string) (*ociRuntime, error) {
 	if template == "base" {
@@ -321,24 +332,31 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	if spec.Network != nil {
 		joinNetwork(s, spec.Network)
 	}
+	if rt.gvisor() {
+		if err := gvisorSocket(s, dir, int(m.UIDBase)); err != nil {
+			return info, err
+		}
+	}
 	s.Process.Env = dedupeEnv(s.Process.Env)
 	sb, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
 		return info, err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
-	if err != nil {
-		return info, fmt.Errorf("agent socket: %w", err)
+	var lf *os.File
+	if !rt.gvisor() {
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
+		if err != nil {
+			return info, fmt.Errorf("agent socket: %w", err)
+		}
+		ln.SetUnlinkOnClose(false)
+		lf, err = ln.File()
+		ln.Close()
+		if err != nil {
+			return info, err
+		}
+		defer lf.Close()
 	}
-	ln.SetUnlinkOnClose(false)
-	lf, err := ln.File()
-	ln.Close()
-	if err != nil {
-		return info, err
-	}
-	err = rt.run(ctx, spec.ID, dir, lf)
-	lf.Close()
-	if err != nil {
+	if err := rt.run(ctx, spec.ID, dir, lf); err != nil {
 		return info, err
 	}
 	// The agent must survive the sandbox's own OOM kills; only the host can
@@ -432,8 +450,7 @@ func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
 	if !validID(id) {
 		return nil, sandbox.ErrNotFound
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", b.socketPath(id))
+	c, err := dialSocket(ctx, b.socketPath(id))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}

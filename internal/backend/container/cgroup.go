@@ -1,6 +1,9 @@
 package container
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -138,4 +141,45 @@ func killInit(parent, id, pidFile string) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// Close removes what the backend made on the host for itself, once no
+// sandbox of it is left: its cgroup parent in every hierarchy. With
+// sandboxes left (they keep running across a daemon restart) it removes
+// nothing. It is meant for the daemon's clean stop; the backend must not
+// be used after it.
+func (b *Backend) Close(ctx context.Context) error {
+	ids, err := b.List(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		b.log.Info("sandboxes left running; keeping the cgroup parent", "cgroup_parent", b.cfg.CgroupParent, "sandboxes", len(ids))
+		return nil
+	}
+	return removeCgroupParent(b.cfg.CgroupParent)
+}
+
+// removeCgroupParent removes the empty cgroup directory parent in the
+// unified hierarchy and in every v1 controller. A parent that still has
+// children is left and reported.
+func removeCgroupParent(parent string) error {
+	var dirs []string
+	for _, pattern := range []string{
+		filepath.Join(cgroupRoot, parent),
+		filepath.Join(cgroupRoot, "*", parent),
+	} {
+		m, _ := filepath.Glob(pattern)
+		dirs = append(dirs, m...)
+	}
+	var errs []error
+	for _, d := range dirs {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

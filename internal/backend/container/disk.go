@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,7 +97,51 @@ func mountOverlay(lower, upper, work, target string) error {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return err
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
+	return overlay(target, []string{lower}, upper, work, "")
+}
+
+// overlay mounts an overlay of lowers (top first), upper and work at
+// target, with extra options. The layers are named by descriptors
+// (/proc/self/fd/N), which is what the sandbox then reads in its
+// /proc/self/mountinfo instead of the host's state-directory paths.
+func overlay(target string, lowers []string, upper, work, extra string) error {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	name := func(p string) (string, error) {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("overlay layer %s: %w", p, err)
+		}
+		fds = append(fds, fd)
+		return "/proc/self/fd/" + strconv.Itoa(fd), nil
+	}
+	names := make([]string, 0, len(lowers))
+	for _, l := range lowers {
+		n, err := name(l)
+		if err != nil {
+			return err
+		}
+		names = append(names, n)
+	}
+	u, err := name(upper)
+	if err != nil {
+		return err
+	}
+	w, err := name(work)
+	if err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(names, ":"), u, w)
+	if extra != "" {
+		opts += "," + extra
+	}
+	if len(opts) >= 4000 {
+		return fmt.Errorf("%w: the template has too many layers for one overlay mount (%d)", sandbox.ErrInvalid, len(lowers))
+	}
 	if err := unix.Mount("overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay: %w", err)
 	}

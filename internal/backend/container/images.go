@@ -147,15 +147,7 @@ func (r *sandboxRoot) mount(b *Backend, dir, upper, work, rootfs string, uidBase
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return err
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,metacopy=off",
-		strings.Join(dirs, ":"), upper, work)
-	if len(opts) >= 4000 {
-		return fmt.Errorf("%w: the template has too many layers for one overlay mount (%d)", sandbox.ErrInvalid, len(dirs))
-	}
-	if err := unix.Mount("overlay", rootfs, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount overlay: %w", err)
-	}
-	return nil
+	return overlay(rootfs, dirs, upper, work, "redirect_dir=off,metacopy=off")
 }
 
 // idmapMount mounts a read-only view of src at target in which files owned

@@ -24,8 +24,18 @@ type ociRuntime struct {
 	log  *slog.Logger
 }
 
+// gvisor says whether the runtime is gVisor's runsc, which takes some
+// flags of its own (it is named runsc, or its binary's name starts so).
+func (r *ociRuntime) gvisor() bool {
+	return r.name == "runsc" || strings.HasPrefix(filepath.Base(r.path), "runsc")
+}
+
 func (r *ociRuntime) base(bundle string) []string {
 	args := []string{"--root", r.root}
+	if r.gvisor() {
+		// The agent binds its socket in a host directory (gvisorSocket).
+		args = append(args, "--host-uds=create")
+	}
 	if bundle != "" {
 		args = append(args, "--log", filepath.Join(bundle, "runtime.log"), "--log-format", "json")
 	}
@@ -33,7 +43,7 @@ func (r *ociRuntime) base(bundle string) []string {
 }
 
 // run creates and starts the container detached, handing it listener as
-// fd 3. The container's stdout and stderr go to a pipe whose output (at
+// fd 3 (none under gVisor). The container's stdout and stderr go to a pipe whose output (at
 // most 64 KiB) is logged; after a daemon restart the pipe is simply gone.
 func (r *ociRuntime) run(ctx context.Context, id, bundle string, listener *os.File) error {
 	pr, pw, err := os.Pipe()
@@ -41,8 +51,11 @@ func (r *ociRuntime) run(ctx context.Context, id, bundle string, listener *os.Fi
 		return err
 	}
 	args := append(r.base(bundle), "run", "--detach",
-		"--pid-file", filepath.Join(bundle, "init.pid"),
-		"--preserve-fds", "1", "--bundle", bundle, id)
+		"--pid-file", filepath.Join(bundle, "init.pid"))
+	if listener != nil {
+		args = append(args, "--preserve-fds", "1")
+	}
+	args = append(args, "--bundle", bundle, id)
 	// Stdin is an empty pipe, never /dev/null: runtimes chown the
 	// container's stdio to its root user, and crun 1.8 does not skip
 	// /dev/null, which would hand the host's /dev/null to the sandbox.
@@ -55,7 +68,9 @@ func (r *ociRuntime) run(ctx context.Context, id, bundle string, listener *os.Fi
 	inW.Close()
 	defer inR.Close()
 	cmd := exec.CommandContext(ctx, r.path, args...)
-	cmd.ExtraFiles = []*os.File{listener}
+	if listener != nil {
+		cmd.ExtraFiles = []*os.File{listener}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, pw, pw
 	cmd.Dir = bundle
 	err = cmd.Run()

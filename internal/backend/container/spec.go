@@ -15,6 +15,18 @@ import (
 // sandbox's pids, for the agent.
 const agentPIDsReserve = 64
 
+// shimTasks is what the agent's shim for one command may hold in threads
+// (internal/agent's shimTasks).
+const shimTasks = 8
+
+// pidsMax is the cgroup's pids limit for a sandbox with pids processes:
+// the processes, a shim's threads for each (a background process keeps
+// its shim; commands run under RLIMIT_NPROC = pids plus the live shims'
+// threads, set by the agent) and the agent's reserve.
+func pidsMax(pids int64) int64 {
+	return pids*(1+shimTasks) + agentPIDsReserve
+}
+
 // idRange is the size of the uid and gid range each sandbox maps.
 const idRange = 65536
 
@@ -137,7 +149,7 @@ func resources(p specParams) *specs.LinuxResources {
 	// Commands run under RLIMIT_NPROC = pids (set by the agent's shim); the
 	// cgroup allows a reserve on top so the agent can always start a
 	// thread or a shim, even under a fork bomb.
-	pidsMax := p.Resources.PIDs + agentPIDsReserve
+	pidsMax := pidsMax(p.Resources.PIDs)
 	r := &specs.LinuxResources{
 		Memory: &specs.LinuxMemory{Limit: &mem},
 		CPU:    &specs.LinuxCPU{},

@@ -52,7 +52,7 @@ func TestBuildSpec(t *testing.T) {
 				}
 			}
 			r := s.Linux.Resources
-			if *r.Memory.Limit != 256<<20 || *r.Pids.Limit != 64+agentPIDsReserve || *r.CPU.Quota != 150000 || *r.CPU.Period != 100000 {
+			if *r.Memory.Limit != 256<<20 || *r.Pids.Limit != pidsMax(64) || *r.CPU.Quota != 150000 || *r.CPU.Period != 100000 {
 				t.Errorf("resources %+v %+v %+v", r.Memory, r.Pids, r.CPU)
 			}
 			if (r.Memory.Swap != nil) != tc.wantSwap || (tc.wantSwap && *r.Memory.Swap != *r.Memory.Limit) {

@@ -15,8 +15,8 @@ var _ sandbox.Updater = (*Backend)(nil)
 // Update sets the CPU quota, memory limit and pids limit of a running
 // sandbox with `<runtime> update`, the same values buildSpec writes at
 // create (memory+swap equal to memory: no swap). The disk size cannot
-// change and is ignored. Runtimes without `update` (runsc) fail, and the
-// caller falls back to a new sandbox.
+// change and is ignored. A runtime whose `update` fails makes the caller
+// fall back to a new sandbox.
 func (b *Backend) Update(ctx context.Context, id string, r sandbox.Resources) error {
 	if !validID(id) {
 		return fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, id)
@@ -29,8 +29,17 @@ func (b *Backend) Update(ctx context.Context, id string, r sandbox.Resources) er
 	if rt == nil {
 		return fmt.Errorf("runtime %q not configured", m.Runtime)
 	}
+	swap := !b.cgroupV1 || b.hasMemsw
+	if rt.gvisor() && swap && r.MemoryMiB > 0 {
+		// runsc writes the memory limit before memory+swap, which cgroup
+		// v1 refuses when the limit grows past the old memory+swap: raise
+		// memory+swap first. When it shrinks this step fails, harmlessly,
+		// and the update below sets them in the order that works.
+		mem := strconv.FormatInt(r.MemoryMiB<<20, 10)
+		_ = exec.CommandContext(ctx, rt.path, append(rt.base(""), "update", "--memory-swap", mem, id)...).Run()
+	}
 	args := append(rt.base(""), "update")
-	args = append(args, updateArgs(r, !b.cgroupV1 || b.hasMemsw)...)
+	args = append(args, updateArgs(r, swap)...)
 	args = append(args, id)
 	out, err := exec.CommandContext(ctx, rt.path, args...).CombinedOutput()
 	if err != nil {
@@ -56,7 +65,7 @@ func updateArgs(r sandbox.Resources, swap bool) []string {
 			"--cpu-quota", strconv.FormatInt(int64(r.VCPUs*period), 10))
 	}
 	if r.PIDs > 0 {
-		args = append(args, "--pids-limit", strconv.FormatInt(r.PIDs+agentPIDsReserve, 10))
+		args = append(args, "--pids-limit", strconv.FormatInt(pidsMax(r.PIDs), 10))
 	}
 	return args
 }

@@ -10,7 +10,7 @@ import (
 func TestUpdateArgs(t *testing.T) {
 	r := sandbox.Resources{VCPUs: 0.5, MemoryMiB: 256, DiskMiB: 999, PIDs: 100}
 	want := []string{"--memory", "268435456", "--memory-swap", "268435456",
-		"--cpu-period", "100000", "--cpu-quota", "50000", "--pids-limit", "164"} // 100 + agentPIDsReserve
+		"--cpu-period", "100000", "--cpu-quota", "50000", "--pids-limit", "964"} // pidsMax(100)
 	if got := updateArgs(r, true); !slices.Equal(got, want) {
 		t.Fatalf("with swap: %q", got)
 	}
@@ -21,7 +21,7 @@ func TestUpdateArgs(t *testing.T) {
 	// The same limits as a new sandbox's spec.
 	res := resources(specParams{Resources: r, HasMemsw: true})
 	if *res.Memory.Limit != 256<<20 || *res.Memory.Swap != 256<<20 || *res.CPU.Quota != 50000 ||
-		*res.CPU.Period != 100000 || *res.Pids.Limit != 100+agentPIDsReserve {
+		*res.CPU.Period != 100000 || *res.Pids.Limit != pidsMax(100) {
 		t.Fatalf("spec resources differ: %+v", res)
 	}
 }

@@ -102,4 +102,3 @@ func (w *WatchEvents) Next() (api.WatchEvent, error) {
 
 // Close ends the stream (and the watch).
 func (w *WatchEvents) Close() error { return w.a.Close() }
-

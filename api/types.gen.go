@@ -389,6 +389,84 @@ type SignalRequest struct {
 	Signal string `json:"signal,omitempty"`
 }
 
+// WatchEvent is one line of a `GET .../files/watch` stream. `create`, `write`
+// (contents modified), `remove` and `rename` (`old_path` → `path`) describe
+// one change; a file moved into the watched tree from outside is a `create`,
+// one moved out is a `remove`. `overflow` says events were lost (the reader
+// was too slow, or a directory could not be watched); `message` says why.
+type WatchEvent struct {
+	Type string `json:"type"`
+	// Absolute path inside the sandbox.
+	Path string `json:"path,omitempty"`
+	// `rename` events: the path before the rename.
+	OldPath string `json:"old_path,omitempty"`
+	// The path is a directory.
+	IsDir bool `json:"is_dir,omitempty"`
+	// RFC 3339 time the agent saw the change.
+	Time *time.Time `json:"time,omitempty"`
+	// `overflow` events: what was lost and why.
+	Message string `json:"message,omitempty"`
+}
+
+// Types of a file watch event.
+const (
+	WatchCreate   = "create"
+	WatchWrite    = "write"
+	WatchRemove   = "remove"
+	WatchRename   = "rename"
+	WatchOverflow = "overflow"
+)
+
+// PtyInfo is an open terminal (`GET /v1/sandboxes/{id}/pty`).
+type PtyInfo struct {
+	// The terminal id used in URLs.
+	ID string `json:"id"`
+	// The command's pid inside the sandbox.
+	PID     int      `json:"pid"`
+	Argv    []string `json:"argv,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Cols    int      `json:"cols"`
+	Rows    int      `json:"rows"`
+	// RFC 3339 time.
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ListPtysResponse is the answer to `GET /v1/sandboxes/{id}/pty/list`.
+type ListPtysResponse struct {
+	Ptys []PtyInfo `json:"ptys"`
+}
+
+// PtyMessage is a text message of a terminal WebSocket. From the client:
+// `resize` (`cols`, `rows`). From the server: `started` (`pty_id`, `pid`)
+// first, `exit` (`exit_code`, or `signal` when a signal ended the command)
+// last, or `error` (`error`) when the terminal failed.
+type PtyMessage struct {
+	Type string `json:"type"`
+	// `resize`: width in columns (1-1000).
+	Cols int `json:"cols,omitempty"`
+	// `resize`: height in rows (1-1000).
+	Rows int `json:"rows,omitempty"`
+	// `started`: the terminal id.
+	PtyID string `json:"pty_id,omitempty"`
+	// `started`: the command's pid inside the sandbox.
+	PID int `json:"pid,omitempty"`
+	// `exit`: the exit status, or null when a signal ended the command.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// `exit`: the signal that ended the command, e.g. SIGKILL.
+	Signal *string `json:"signal,omitempty"`
+	// `error`: what went wrong.
+	Error *ErrorBody `json:"error,omitempty"`
+}
+
+// Types of the text messages of a terminal WebSocket.
+const (
+	PtyMsgResize  = "resize"
+	PtyMsgStarted = "started"
+	PtyMsgExit    = "exit"
+	PtyMsgError   = "error"
+)
+
 // FileEntry is one file, directory or link inside the sandbox.
 type FileEntry struct {
 	// Absolute path inside the sandbox.

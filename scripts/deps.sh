@@ -10,6 +10,7 @@ command -v crun >/dev/null 2>&1 || need="$need crun"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v npm >/dev/null 2>&1 || need="$need nodejs npm"
+command -v tmux >/dev/null 2>&1 || need="$need tmux" # the CLI terminal test
 if [ -n "$need" ]; then
 	echo "installing:$need" >&2
 	export DEBIAN_FRONTEND=noninteractive

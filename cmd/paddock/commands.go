@@ -109,8 +109,35 @@ With --shell the command is one string run by bash -lc (or sh -c).
 
   paddock exec sb_123 -- ls -la /workspace
   paddock exec --shell sb_123 'cd /workspace && make test'
-  tar c src | paddock exec --stdin sb_123 -- tar x -C /workspace`,
+  tar c src | paddock exec --stdin sb_123 -- tar x -C /workspace
+
+With -it (--tty) the command runs on a terminal connected to this one:
+raw mode, the window size follows yours, and paddock exits with the
+command's status. Closing the connection kills the command.
+
+  paddock exec -it sb_123 -- python3`,
 			run: (*cli).cmdExec,
+		},
+		{
+			name: "shell", args: "[--cwd DIR] [--env K=V] ID",
+			summary: "Open an interactive shell in a sandbox",
+			detail: `Runs a login shell (bash -l, or sh) on a terminal in the sandbox,
+connected to this one; the same as paddock exec -it ID with no command.
+Exits with the shell's status.
+
+  paddock shell sb_123`,
+			run: (*cli).cmdShell,
+		},
+		{
+			name: "watch", args: "[-r] [--json] ID [PATH]",
+			summary: "Print the changes under a directory of a sandbox",
+			detail: `Prints one line per change (create, write, remove, rename) under PATH
+(default /workspace) until interrupted; -r watches subdirectories too. An
+overflow line says changes were lost (a slow reader, or too many
+directories): list the directory again.
+
+  paddock watch -r sb_123 src`,
+			run: (*cli).cmdWatch,
 		},
 		{
 			name: "cp", args: "SRC DST",

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/client"
 )
 
 // cmdExec implements "paddock exec".
@@ -20,6 +21,9 @@ func (c *cli) cmdExec(ctx context.Context, args []string) error {
 		maxOutput:   maxStreamOutput,
 	})
 	asJSON := fs.Bool("json", false, "wait for the command and print its result as JSON (exit status 0 whatever the command's)")
+	tty := fs.Bool("tty", false, "run the command on a terminal connected to this one (raw mode, resized with the window)")
+	fs.BoolVar(tty, "it", false, "short for --tty")
+	fs.BoolVar(tty, "t", false, "short for --tty")
 	pos, err := c.parse(fs, args, 1)
 	if err != nil {
 		return err
@@ -40,6 +44,12 @@ func (c *cli) cmdExec(ctx context.Context, args []string) error {
 	req, err := c.execRequest("exec", &ef, cmdline)
 	if err != nil {
 		return err
+	}
+	if *tty {
+		if ef.stdin || *asJSON || ef.timeout > 0 {
+			return usagef("exec", "--tty takes no --stdin, --json or --timeout")
+		}
+		return c.attach(ctx, id, client.PTYOptions{Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env})
 	}
 	sb := c.client().Sandbox(id)
 	if *asJSON {

@@ -7,8 +7,11 @@
 //
 // The agent serves the per-sandbox part of the REST API (api.Routes) without
 // the /v1/sandboxes/{id} prefix: GET /health, POST /exec, the /processes
-// routes and the /files routes, with the wire types of package api and the
-// same error bodies (api.ErrorResponse).
+// routes and the /files routes (with GET /files/watch, inotify events as
+// NDJSON), and the /pty routes (a WebSocket to a command on a
+// pseudo-terminal of the sandbox's devpts, started by the shim with --tty),
+// with the wire types of package api and the same error bodies
+// (api.ErrorResponse).
 //
 // Every command runs under a small shim: the agent re-executes its own
 // binary (Config.ShimPath) with the "shim" subcommand, which becomes a child

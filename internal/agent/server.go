@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,13 @@ type Config struct {
 	MaxStdinBytes int64
 	// MaxProcesses bounds the process table (default 1024).
 	MaxProcesses int
+	// MaxPTYs bounds the terminals open at once (default 16).
+	MaxPTYs int
+	// MaxWatches bounds the file watches open at once (default 8);
+	// MaxWatchDirs the directories one watch covers (default 4096) and
+	// WatchQueue the events one watch holds for a slow reader (default
+	// 1024) before it drops them and reports an overflow.
+	MaxWatches, MaxWatchDirs, WatchQueue int
 	// NProc, if positive, is the RLIMIT_NPROC every command runs under,
 	// below the sandbox's pids limit so that a fork bomb cannot take the
 	// last process slots the agent itself needs.
@@ -65,6 +73,10 @@ func (c Config) withDefaults() Config {
 	if c.MaxProcesses <= 0 {
 		c.MaxProcesses = DefaultMaxProcesses
 	}
+	c.MaxPTYs = cmp.Or(max(c.MaxPTYs, 0), DefaultMaxPTYs)
+	c.MaxWatches = cmp.Or(max(c.MaxWatches, 0), DefaultMaxWatches)
+	c.MaxWatchDirs = cmp.Or(max(c.MaxWatchDirs, 0), DefaultMaxWatchDirs)
+	c.WatchQueue = cmp.Or(max(c.WatchQueue, 0), DefaultWatchQueue)
 	return c
 }
 
@@ -75,6 +87,9 @@ type Server struct {
 	procs  *procTable
 	reaper *reaper // nil unless Config.Reaper
 	env    envStore
+	ptys   *ptyTable
+	// watches holds a token per open file watch.
+	watches chan struct{}
 }
 
 // NewServer returns a server for cfg. With cfg.Reaper it starts reaping
@@ -85,6 +100,8 @@ func NewServer(cfg Config, log *slog.Logger) *Server {
 	}
 	s := &Server{cfg: cfg.withDefaults(), log: log}
 	s.procs = newProcTable(s.cfg.MaxProcesses)
+	s.ptys = newPTYTable(s.cfg.MaxPTYs)
+	s.watches = make(chan struct{}, s.cfg.MaxWatches)
 	if s.cfg.Reaper {
 		s.reaper = startReaper(log)
 	}
@@ -114,6 +131,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /files/stat", s.handle(s.handleStatFile))
 	mux.Handle("POST /files/mkdir", s.handle(s.handleMkdir))
 	mux.Handle("GET /ports", s.handle(s.handlePorts))
+	mux.Handle("GET /pty", s.handle(s.handlePTY)) // upgrades to a WebSocket
+	mux.Handle("GET /pty/list", s.handle(s.handleListPTYs))
+	mux.Handle("POST /pty/{pty}/kill", s.handle(s.handleKillPTY))
+	mux.Handle("GET /files/watch", s.handle(s.handleWatch))
 	mux.HandleFunc("GET /connect", s.handleConnect) // hijacks: not wrapped
 	mux.Handle("/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Code: api.CodeNotFound, Msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}

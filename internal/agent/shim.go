@@ -58,7 +58,7 @@ func shimArgs(path string, nproc int, argv []string) []string {
 
 // RunShim is the main of the shim subcommand (args follow "shim"):
 //
-//	shim [--status-fd 3] -- PATH ARGV0 [ARG...]
+//	shim [--status-fd 3] [--nproc N] [--tty] -- PATH ARGV0 [ARG...]
 //
 // It becomes a child subreaper, raises its OOM score, starts PATH with
 // ARGV in its own process group with the shim's stdio, cwd and environment,
@@ -76,6 +76,7 @@ func RunShim(args []string) int {
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC for the command (0 = inherit)")
+	tty := fs.Bool("tty", false, "stdin is a terminal: run the command as a session leader with it as controlling terminal")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -106,7 +107,7 @@ func RunShim(args []string) int {
 	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
 		Env:   shimCommandEnv(),
 		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   shimSysProcAttr(*tty),
 	})
 	if err != nil {
 		st := shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)}
@@ -148,6 +149,15 @@ func awaitCommand(main int, chld, stop <-chan os.Signal) unix.WaitStatus {
 			return unix.WaitStatus(unix.SIGKILL)
 		}
 	}
+}
+
+// shimSysProcAttr puts the command in its own process group, or with tty
+// in its own session with fd 0 as its controlling terminal.
+func shimSysProcAttr(tty bool) *syscall.SysProcAttr {
+	if tty {
+		return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
+	return &syscall.SysProcAttr{Setpgid: true}
 }
 
 // statusOf turns a wait status into the shim's report.

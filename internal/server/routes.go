@@ -97,6 +97,11 @@ func routeTable() []route {
 		keyed("GET /v1/sandboxes/{id}/files/list", (*Server).listFiles),
 		keyed("GET /v1/sandboxes/{id}/files/stat", (*Server).statFile),
 		keyed("POST /v1/sandboxes/{id}/files/mkdir", (*Server).mkdir),
+		keyed("GET /v1/sandboxes/{id}/files/watch", (*Server).watchFiles),
+
+		keyed("GET /v1/sandboxes/{id}/pty", (*Server).openPty),
+		keyed("GET /v1/sandboxes/{id}/pty/list", (*Server).listPtys),
+		keyed("POST /v1/sandboxes/{id}/pty/{pty}/kill", (*Server).killPty),
 
 		keyed("GET /v1/templates", (*Server).listTemplates),
 		keyed("POST /v1/templates", (*Server).createTemplate),

@@ -2,6 +2,7 @@
 
 import { NotFoundError } from "./errors.js";
 import { pathOf, type RequestOptions, type Transport } from "./http.js";
+import { watchFiles, type FileWatch, type WatchOptions } from "./terminal.js";
 import type { FileEntry, ListFilesResponse } from "./types.js";
 
 /** What Files needs of its sandbox. */
@@ -64,6 +65,11 @@ export class Files {
 
   #path(...segments: string[]): string {
     return pathOf("sandboxes", this.#sandbox.id, "files", ...segments);
+  }
+
+  /** Watches directory path for changes: `for await (const ev of await sbx.files.watch("src"))`. */
+  watch(path: string, opts?: WatchOptions): Promise<FileWatch> {
+    return watchFiles(this.#t, this.#sandbox.id, path, opts);
   }
 
   /** Creates or replaces the file at path (strings are written as UTF-8), creating missing parents. */

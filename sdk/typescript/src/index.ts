@@ -6,6 +6,7 @@ export type { CreateParams } from "./create.js";
 export { Sandbox, type Command, type ExecOptions, type ExecParams } from "./sandbox.js";
 export { Files, type ListFilesOptions, type MkdirOptions, type RemoveOptions, type WriteFileOptions } from "./files.js";
 export { Process, type WaitOptions, type WriteStdinOptions } from "./process.js";
+export { FileWatch, Terminal, type PtyOptions, type WatchOptions } from "./terminal.js";
 export { DEFAULT_TIMEOUT_MS, DEFAULT_URL, VERSION, type RequestOptions } from "./http.js";
 export type { EventBase, ExecEvent, ExitEvent, OutputEvent, StartEvent } from "./stream.js";
 export {

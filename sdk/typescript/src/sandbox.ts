@@ -4,6 +4,7 @@ import { Files } from "./files.js";
 import { Process } from "./process.js";
 import { NotFoundError } from "./errors.js";
 import { GRACE_MS, pathOf, type RequestOptions, type Transport } from "./http.js";
+import { killPty, listPtys, openPty, type PtyOptions, type Terminal } from "./terminal.js";
 import { events, toBase64, type ExecEvent } from "./stream.js";
 import type {
   ArgvCommand,
@@ -16,6 +17,7 @@ import type {
   NetworkPolicy,
   Port,
   ProcessInfo,
+  PtyInfo,
   Template,
   SandboxInfo,
   SandboxState,
@@ -137,6 +139,21 @@ export class Sandbox implements AsyncDisposable {
 
   #path(...segments: string[]): string {
     return pathOf("sandboxes", this.#info.id, ...segments);
+  }
+
+  /** Starts a command (a login shell by default) on a new terminal; see `Terminal`. */
+  openPty(opts?: PtyOptions): Promise<Terminal> {
+    return openPty(this.#t, this.id, opts);
+  }
+
+  /** The terminals open in the sandbox. */
+  ptys(opts?: RequestOptions): Promise<PtyInfo[]> {
+    return listPtys(this.#t, this.id, opts);
+  }
+
+  /** Kills the command of terminal `pty` (`Terminal.id`). */
+  killPty(pty: string, opts?: RequestOptions): Promise<void> {
+    return killPty(this.#t, this.id, pty, opts);
   }
 
   /** Fetches the sandbox's current state. */

@@ -424,6 +424,77 @@ export interface SignalRequest {
   signal?: string;
 }
 
+/** The values of `WatchEvent.type`. */
+export type WatchEventType = "create" | "write" | "remove" | "rename" | "overflow";
+
+/**
+ * One line of a `GET .../files/watch` stream. `create`, `write` (contents
+ * modified), `remove` and `rename` (`old_path` → `path`) describe one
+ * change; a file moved into the watched tree from outside is a `create`, one
+ * moved out is a `remove`. `overflow` says events were lost (the reader was
+ * too slow, or a directory could not be watched); `message` says why.
+ */
+export interface WatchEvent {
+  type: WatchEventType;
+  /** Absolute path inside the sandbox. */
+  path?: string;
+  /** `rename` events: the path before the rename. */
+  old_path?: string;
+  /** The path is a directory. */
+  is_dir?: boolean;
+  /** RFC 3339 time the agent saw the change. */
+  time?: string;
+  /** `overflow` events: what was lost and why. */
+  message?: string;
+}
+
+/** An open terminal (`GET /v1/sandboxes/{id}/pty`). */
+export interface PtyInfo {
+  /** The terminal id used in URLs. */
+  id: string;
+  /** The command's pid inside the sandbox. */
+  pid: number;
+  argv?: string[];
+  command?: string;
+  cwd?: string;
+  cols: number;
+  rows: number;
+  /** RFC 3339 time. */
+  started_at: string;
+}
+
+/** The answer to `GET /v1/sandboxes/{id}/pty/list`. */
+export interface ListPtysResponse {
+  ptys: PtyInfo[];
+}
+
+/** The values of `PtyMessage.type`. */
+export type PtyMessageType = "resize" | "started" | "exit" | "error";
+
+/**
+ * A text message of a terminal WebSocket. From the client: `resize` (`cols`,
+ * `rows`). From the server: `started` (`pty_id`, `pid`) first, `exit`
+ * (`exit_code`, or `signal` when a signal ended the command) last, or `error`
+ * (`error`) when the terminal failed.
+ */
+export interface PtyMessage {
+  type: PtyMessageType;
+  /** `resize`: width in columns (1-1000). */
+  cols?: number;
+  /** `resize`: height in rows (1-1000). */
+  rows?: number;
+  /** `started`: the terminal id. */
+  pty_id?: string;
+  /** `started`: the command's pid inside the sandbox. */
+  pid?: number;
+  /** `exit`: the exit status, or null when a signal ended the command. */
+  exit_code?: number | null;
+  /** `exit`: the signal that ended the command, e.g. SIGKILL. */
+  signal?: string | null;
+  /** `error`: what went wrong. */
+  error?: ErrorBody;
+}
+
 /** The values of `FileEntry.type`. */
 export type FileType = "file" | "dir" | "symlink" | "other";
 

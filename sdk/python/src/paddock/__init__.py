@@ -14,7 +14,7 @@ not exceptions; errors of the request or the sandbox raise a subclass of
 
 from __future__ import annotations
 
-from .aio import AsyncClient, AsyncEventStream, AsyncFiles, AsyncProcess, AsyncSandbox
+from .aio import AsyncClient, AsyncEventStream, AsyncFiles, AsyncFileWatch, AsyncProcess, AsyncSandbox, AsyncTerminal
 from .client import DEFAULT_URL, ENV_API_KEY, ENV_URL, Client, __version__
 from .errors import (
     BadRequest,
@@ -34,6 +34,7 @@ from .errors import (
     UnknownTemplate,
 )
 from .sandbox import EventStream, Files, Process, Sandbox
+from .terminal import FileWatch, Terminal
 from .types import (
     BuildEvent,
     Event,
@@ -44,12 +45,14 @@ from .types import (
     NetworkPolicy,
     Port,
     ProcessInfo,
+    PtyInfo,
     Resources,
     SandboxInfo,
     SandboxPage,
     Secret,
     Template,
     Usage,
+    WatchEvent,
 )
 
 __all__ = [
@@ -67,6 +70,12 @@ __all__ = [
     "AsyncEventStream",
     "AsyncFiles",
     "AsyncProcess",
+    "AsyncTerminal",
+    "AsyncFileWatch",
+    "Terminal",
+    "FileWatch",
+    "PtyInfo",
+    "WatchEvent",
     "Event",
     "ExecResult",
     "FileEntry",

@@ -108,6 +108,12 @@ class AsyncFiles:
     def _path(self, *segments: str) -> str:
         return path_of("sandboxes", self._sbx.id, "files", *segments)
 
+    async def watch(self, path: str, recursive: bool = False) -> Any:
+        """Watch directory ``path``: ``async for`` over the returned ``AsyncFileWatch``."""
+        from ._aio_terminal import awatch_files
+
+        return await awatch_files(self._sbx.client, self._sbx.id, path, recursive)
+
     async def write(self, path: str, data: Union[bytes, bytearray, memoryview, str], mode: Union[int, str, None] = None) -> FileEntry:
         if isinstance(data, str):
             body = data.encode("utf-8")

@@ -30,6 +30,10 @@ __all__ = [
     "Process",
     "ListProcessesResponse",
     "SignalRequest",
+    "WatchEvent",
+    "PtyInfo",
+    "ListPtysResponse",
+    "PtyMessage",
     "FileEntry",
     "ListFilesResponse",
     "ErrorResponse",
@@ -552,6 +556,110 @@ class SignalRequest(Model):
         d = obj(d)
         return cls(
             signal=s_(d.get("signal")),
+        )
+
+
+@dataclass
+class WatchEvent(Model):
+    """One line of a `GET .../files/watch` stream. `create`, `write` (contents
+    modified), `remove` and `rename` (`old_path` → `path`) describe one
+    change; a file moved into the watched tree from outside is a `create`,
+    one moved out is a `remove`. `overflow` says events were lost (the
+    reader was too slow, or a directory could not be watched); `message`
+    says why.
+    """
+
+    type: str = ""
+    path: str = ""
+    old_path: str = ""
+    is_dir: bool = False
+    time: Optional[datetime] = None
+    message: str = ""
+
+    @classmethod
+    def from_json(cls, d: Any) -> "WatchEvent":
+        d = obj(d)
+        return cls(
+            type=s_(d.get("type")),
+            path=s_(d.get("path")),
+            old_path=s_(d.get("old_path")),
+            is_dir=b_(d.get("is_dir")),
+            time=t_(d.get("time")),
+            message=s_(d.get("message")),
+        )
+
+
+@dataclass
+class PtyInfo(Model):
+    """An open terminal (`GET /v1/sandboxes/{id}/pty`)."""
+
+    id: str = ""
+    pid: int = 0
+    argv: List[str] = field(default_factory=list)
+    command: str = ""
+    cwd: str = ""
+    cols: int = 0
+    rows: int = 0
+    started_at: Optional[datetime] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "PtyInfo":
+        d = obj(d)
+        return cls(
+            id=s_(d.get("id")),
+            pid=i_(d.get("pid")),
+            argv=list_of(d.get("argv"), lambda x: s_(x)),
+            command=s_(d.get("command")),
+            cwd=s_(d.get("cwd")),
+            cols=i_(d.get("cols")),
+            rows=i_(d.get("rows")),
+            started_at=t_(d.get("started_at")),
+        )
+
+
+@dataclass
+class ListPtysResponse(Model):
+    """The answer to `GET /v1/sandboxes/{id}/pty/list`."""
+
+    ptys: List[PtyInfo] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "ListPtysResponse":
+        d = obj(d)
+        return cls(
+            ptys=list_of(d.get("ptys"), lambda x: PtyInfo.from_json(x) if isinstance(x, dict) else None),
+        )
+
+
+@dataclass
+class PtyMessage(Model):
+    """A text message of a terminal WebSocket. From the client: `resize`
+    (`cols`, `rows`). From the server: `started` (`pty_id`, `pid`) first,
+    `exit` (`exit_code`, or `signal` when a signal ended the command) last,
+    or `error` (`error`) when the terminal failed.
+    """
+
+    type: str = ""
+    cols: int = 0
+    rows: int = 0
+    pty_id: str = ""
+    pid: int = 0
+    exit_code: int = 0
+    signal: str = ""
+    error: Optional[ErrorBody] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "PtyMessage":
+        d = obj(d)
+        return cls(
+            type=s_(d.get("type")),
+            cols=i_(d.get("cols")),
+            rows=i_(d.get("rows")),
+            pty_id=s_(d.get("pty_id")),
+            pid=i_(d.get("pid")),
+            exit_code=i_(d.get("exit_code")),
+            signal=s_(d.get("signal")),
+            error=ErrorBody.from_json(d.get("error")) if isinstance(d.get("error"), dict) else None,
         )
 
 

@@ -33,6 +33,12 @@ __all__ = [
     "ProcessJSON",
     "ListProcessesResponseJSON",
     "SignalRequestJSON",
+    "WatchEventType",
+    "WatchEventJSON",
+    "PtyInfoJSON",
+    "ListPtysResponseJSON",
+    "PtyMessageType",
+    "PtyMessageJSON",
     "FileType",
     "FileEntryJSON",
     "ListFilesResponseJSON",
@@ -488,6 +494,115 @@ _SignalRequestJSONOptional = TypedDict(
 
 class SignalRequestJSON(_SignalRequestJSONOptional):
     """The body of `POST .../processes/{process}/kill`."""
+
+
+#: The values of ``WatchEvent.type``.
+WatchEventType = Literal["create", "write", "remove", "rename", "overflow"]
+
+
+_WatchEventJSONRequired = TypedDict(
+    "_WatchEventJSONRequired",
+    {
+        "type": "WatchEventType",
+    },
+)
+
+
+_WatchEventJSONOptional = TypedDict(
+    "_WatchEventJSONOptional",
+    {
+        "path": "str",
+        "old_path": "str",
+        "is_dir": "bool",
+        "time": "str",
+        "message": "str",
+    },
+    total=False,
+)
+
+
+class WatchEventJSON(_WatchEventJSONRequired, _WatchEventJSONOptional):
+    """One line of a `GET .../files/watch` stream. `create`, `write` (contents
+    modified), `remove` and `rename` (`old_path` → `path`) describe one
+    change; a file moved into the watched tree from outside is a `create`,
+    one moved out is a `remove`. `overflow` says events were lost (the
+    reader was too slow, or a directory could not be watched); `message`
+    says why.
+    """
+
+
+_PtyInfoJSONRequired = TypedDict(
+    "_PtyInfoJSONRequired",
+    {
+        "id": "str",
+        "pid": "int",
+        "cols": "int",
+        "rows": "int",
+        "started_at": "str",
+    },
+)
+
+
+_PtyInfoJSONOptional = TypedDict(
+    "_PtyInfoJSONOptional",
+    {
+        "argv": "List[str]",
+        "command": "str",
+        "cwd": "str",
+    },
+    total=False,
+)
+
+
+class PtyInfoJSON(_PtyInfoJSONRequired, _PtyInfoJSONOptional):
+    """An open terminal (`GET /v1/sandboxes/{id}/pty`)."""
+
+
+_ListPtysResponseJSONRequired = TypedDict(
+    "_ListPtysResponseJSONRequired",
+    {
+        "ptys": "List[PtyInfoJSON]",
+    },
+)
+
+
+class ListPtysResponseJSON(_ListPtysResponseJSONRequired):
+    """The answer to `GET /v1/sandboxes/{id}/pty/list`."""
+
+
+#: The values of ``PtyMessage.type``.
+PtyMessageType = Literal["resize", "started", "exit", "error"]
+
+
+_PtyMessageJSONRequired = TypedDict(
+    "_PtyMessageJSONRequired",
+    {
+        "type": "PtyMessageType",
+    },
+)
+
+
+_PtyMessageJSONOptional = TypedDict(
+    "_PtyMessageJSONOptional",
+    {
+        "cols": "int",
+        "rows": "int",
+        "pty_id": "str",
+        "pid": "int",
+        "exit_code": "Optional[int]",
+        "signal": "Optional[str]",
+        "error": "ErrorBodyJSON",
+    },
+    total=False,
+)
+
+
+class PtyMessageJSON(_PtyMessageJSONRequired, _PtyMessageJSONOptional):
+    """A text message of a terminal WebSocket. From the client: `resize`
+    (`cols`, `rows`). From the server: `started` (`pty_id`, `pid`) first,
+    `exit` (`exit_code`, or `signal` when a signal ended the command) last,
+    or `error` (`error`) when the terminal failed.
+    """
 
 
 #: The values of ``FileEntry.type``.

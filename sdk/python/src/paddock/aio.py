@@ -19,6 +19,7 @@ from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 from . import _bodies, _check
 from ._ahttp import AsyncTransport
 from ._aio_objects import AsyncEventStream, AsyncFiles, AsyncProcess
+from ._aio_terminal import AsyncFileWatch, AsyncTerminal, AsyncTerminalMixin
 from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, Stdin, _exec_body, with_path
 from ._http import NDJSON, path_of, query_pairs
 from .client import DEFAULT_TIMEOUT, ENV_API_KEY, Seconds, __version__, parse_build_event, resolve_url
@@ -222,7 +223,7 @@ class AsyncClient:
             resp.close()
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncTerminalMixin):
     """A sandbox for asyncio programs (see :class:`paddock.Sandbox`);
     ``async with`` deletes it at the end."""
 

@@ -13,6 +13,7 @@ from .types import FileEntry
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sandbox import Sandbox
+    from .terminal import FileWatch
 
 __all__ = ["Files"]
 
@@ -29,6 +30,12 @@ class Files:
 
     def _path(self, *segments: str) -> str:
         return path_of("sandboxes", self._sbx.id, "files", *segments)
+
+    def watch(self, path: str, recursive: bool = False) -> "FileWatch":
+        """Watch directory ``path`` for changes: iterate over the returned :class:`FileWatch` (see ``terminal``)."""
+        from .terminal import watch_files
+
+        return watch_files(self._sbx.client, self._sbx.id, path, recursive)
 
     def write(self, path: str, data: Union[bytes, bytearray, memoryview, str, IO[bytes]], mode: Union[int, str, None] = None) -> FileEntry:
         """Create or replace the file at ``path`` (parents are created).

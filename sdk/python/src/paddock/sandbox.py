@@ -14,12 +14,13 @@ from .client import Client, Seconds
 from .errors import NotFound, PaddockError
 from .files import Files
 from .process import Process
+from .terminal import TerminalMixin
 from .types import ExecResult, Metrics, NetworkLike, Port, ProcessInfo, ResourcesLike, SandboxInfo, Template
 
 __all__ = ["Sandbox", "Files", "Process", "EventStream", "Command", "Stdin", "HTTP_MARGIN", "DEFAULT_EXEC_TIMEOUT", "CLOSE_TIMEOUT"]
 
 
-class Sandbox:
+class Sandbox(TerminalMixin):
     """A sandbox: an isolated Linux machine to run untrusted code in.
 
     Create one with :meth:`Sandbox.create` (best in a ``with`` block, which

@@ -28,12 +28,14 @@ from ._models_gen import (  # noqa: F401  (generated dataclasses used as they ar
     Metrics,
     NetworkPolicy,
     Port,
+    PtyInfo,
     Recipe,
     RecipeStep,
     Secret,
     Template,
     TemplateSource,
     Usage,
+    WatchEvent,
 )
 from ._types_gen import *  # noqa: F401,F403  (the generated wire shapes and enums)
 from .errors import PaddockError, error_for
@@ -62,6 +64,8 @@ __all__ = [
     "Template",
     "TemplateSource",
     "Usage",
+    "PtyInfo",
+    "WatchEvent",
     *_types_gen.__all__,
 ]
 

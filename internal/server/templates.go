@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ const (
 	// maxContextBytes and maxContextFiles bound a tar build context.
 	maxContextBytes = 64 << 20
 	maxContextFiles = 20000
+	// maxContextTar bounds the tar stream of a context (headers and
+	// padding on top of the contents).
+	maxContextTar = maxContextBytes + maxContextFiles*1024 + (1 << 20)
 )
 
 func (s *Server) templates() (*catalog.Builder, error) {
@@ -108,12 +112,13 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 			}
 			req.BuildArgs[k] = v
 		}
-		body := http.MaxBytesReader(w, r.Body, maxContextBytes+maxContextFiles*1024+(1<<20))
-		if bc, err = template.ReadContextTar(body, maxContextBytes, maxContextFiles); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return mbe
-			}
+		body, release, err := s.templateBodies.read(w, r, owner, maxContextTar)
+		if err != nil {
+			return err
+		}
+		bc, err = template.ReadContextTar(bytes.NewReader(body), maxContextBytes, maxContextFiles)
+		release()
+		if err != nil {
 			return templateErr(err)
 		}
 		f, ok := bc[strings.TrimPrefix(df, "./")]
@@ -125,7 +130,13 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 			return fmt.Errorf("%w: %s is empty", sandbox.ErrInvalid, df)
 		}
 	default:
-		if err := decode(w, r, maxTemplateBody, &req); err != nil {
+		body, release, err := s.templateBodies.read(w, r, owner, maxTemplateBody)
+		if err != nil {
+			return err
+		}
+		err = decodeFrom(bytes.NewReader(body), &req)
+		release()
+		if err != nil {
 			return err
 		}
 	}

@@ -24,7 +24,7 @@ import (
 func openImages(cfg Config, lowers func() []string, log *slog.Logger) (*template.Store, error) {
 	st, err := template.Open(template.Config{
 		Root:       filepath.Join(cfg.StateDir, "images"),
-		DiskBudget: cfg.TemplateCacheBytes,
+		DiskBudget: cfg.TemplateCacheBytes, // defaulted in run
 		Log:        log,
 		InUse:      lowers,
 	})

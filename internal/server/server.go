@@ -53,6 +53,9 @@ type Config struct {
 	BigBodiesPerKey, BigBodyDecodes int
 	// Ports serves sandbox ports on their own origins (ports_origin.go).
 	Ports PortsConfig
+	// TemplateBytesPerKey bounds the disk of one key's templates, checked
+	// when a build or snapshot starts (0: none).
+	TemplateBytesPerKey int64
 }
 
 // Server serves the REST API.

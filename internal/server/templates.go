@@ -85,6 +85,9 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 	if err != nil {
 		return err
 	}
+	if err := s.templateQuota(r, t, owner); err != nil {
+		return err
+	}
 	var req api.CreateTemplateRequest
 	var bc template.BuildContext
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -194,10 +197,33 @@ func (s *Server) snapshotSandbox(w http.ResponseWriter, r *http.Request, owner s
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
+	if err := s.templateQuota(r, t, owner); err != nil {
+		return err
+	}
 	tpl, err := t.Snapshot(r.Context(), owner, r.PathValue("id"), req.Name)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, templateAPI(tpl))
+	return nil
+}
+
+// templateQuota refuses a build or snapshot when owner's templates
+// already take Config.TemplateBytesPerKey (their layers as charged, a
+// layer shared by two templates counted twice).
+func (s *Server) templateQuota(r *http.Request, t *catalog.Builder, owner string) error {
+	limit := s.cfg.TemplateBytesPerKey
+	if limit <= 0 {
+		return nil
+	}
+	var used int64
+	for _, tpl := range t.List(r.Context(), owner) {
+		if !tpl.Shared && tpl.Owner == owner {
+			used += tpl.Size
+		}
+	}
+	if used >= limit {
+		return fmt.Errorf("%w: this key's templates take %d bytes, the per-key quota is %d (--template-bytes-per-key); delete some", template.ErrBudget, used, limit)
+	}
 	return nil
 }

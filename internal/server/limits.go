@@ -65,16 +65,20 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (http.ResponseWri
 	var body *idleBody
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		body = &idleBody{ReadCloser: r.Body, rc: rc, dw: dw, idle: lim.BodyIdleTimeout}
-		r.Body = body
+		// A shallow copy: net/http looks at its own request's Body type
+		// after the handler to decide how to finish the connection.
+		r2 := *r
+		r2.Body = body
+		r = &r2
+		// Armed now for a body nobody reads (net/http discards up to
+		// 256 KiB of it after the handler); every read re-arms it.
+		rc.SetReadDeadline(time.Now().Add(lim.BodyIdleTimeout))
 	}
 	done := func() {
-		// What net/http still writes (the buffered answer) and reads (the
-		// unread rest of a body) after the handler is bounded too.
+		// What net/http still writes after the handler (the buffered
+		// answer) is bounded too.
 		if !dw.hijacked {
 			rc.SetWriteDeadline(time.Now().Add(lim.WriteIdleTimeout))
-			if body != nil && !body.eof {
-				rc.SetReadDeadline(time.Now().Add(lim.BodyIdleTimeout))
-			}
 		}
 	}
 	return dw, r, done

@@ -87,8 +87,8 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *
 		cfg.BigBodyDecodes = DefaultBigBodyDecodes
 	}
 	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, mux: http.NewServeMux(),
-		execBodies:     newBodyGate(cfg.BigBodiesPerKey, cfg.BigBodyDecodes),
-		templateBodies: newBodyGate(templateBodiesPerKey, templateBodyDecodes)}
+		execBodies:     newBodyGate(cfg.BigBodiesPerKey, cfg.BigBodyDecodes, 0),
+		templateBodies: newBodyGate(templateBodiesPerKey, templateBodyDecodes, templateFreeAbove)}
 	s.portTransport = newPortTransport(s.dialPort)
 	s.routes()
 	return s

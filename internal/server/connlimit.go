@@ -18,7 +18,7 @@ const (
 	DefaultMaxConns = 4096
 	// DefaultMaxConnsPerAddr bounds the open connections of one client
 	// address (an IPv4 address or an IPv6 /64).
-	DefaultMaxConnsPerAddr = 256
+	DefaultMaxConnsPerAddr = 512
 	// maxRefusing bounds the connections being answered 503 at once;
 	// past it a connection over the limits is closed without an answer.
 	maxRefusing = 64

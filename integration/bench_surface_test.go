@@ -158,4 +158,3 @@ func loop(n int, stop <-chan struct{}, f func()) {
 	}
 	wg.Wait()
 }
-

@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench soak up clean sdk-python sdk-typescript
+.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript
 
 all: build
 
@@ -76,6 +76,11 @@ sdk-typescript: build
 bench: build
 	scripts/cgroup-setup.sh
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
+
+## bench-surface: another tenant's exec latency and the daemon's peak RSS, quiet and under each daemon-surface attack (docs/benchmarks.md)
+bench-surface: build
+	scripts/cgroup-setup.sh
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkSurface -benchtime 1x -timeout 20m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 
 ## soak: the chaos soak of docs/benchmarks.md (N sandboxes, T, K daemon SIGKILLs)
 SOAK_N ?= 8

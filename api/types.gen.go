@@ -168,9 +168,15 @@ type Port struct {
 	Address string `json:"address"`
 	// Reaches the port through the daemon; needs the owner's API key.
 	URL string `json:"url"`
-	// Reaches the port with a token for this sandbox and port only.
+	// Reaches the port with a token for this sandbox and port only (path form, on
+	// the API's origin: no cookies pass either way).
 	SignedURL          string    `json:"signed_url"`
 	SignedURLExpiresAt time.Time `json:"signed_url_expires_at"`
+	// The port on its own origin, `<port>-<id>.<ports domain>`, signed like
+	// `signed_url` (the token moves into a cookie of that origin): what a browser
+	// should open. Present when the daemon serves ports on their own origins
+	// (`paddockd --ports-domain`).
+	OriginURL string `json:"origin_url,omitempty"`
 }
 
 // ListPortsResponse is the answer to `GET /v1/sandboxes/{id}/ports`.

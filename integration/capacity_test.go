@@ -25,7 +25,7 @@ var capacityN = flag.Int("paddock.capacity.n", 200, "idle sandboxes BenchmarkCap
 func BenchmarkCapacity(b *testing.B) {
 	requireDaemon(b)
 	base := crashUIDBase + 120*65536
-	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(base), "--max-sandboxes", strconv.Itoa(*capacityN + 10)}})
+	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(base), "--max-sandboxes", strconv.Itoa(*capacityN + 10), "--max-sandboxes-per-key", "-1"}})
 	if err != nil {
 		b.Fatal(err)
 	}

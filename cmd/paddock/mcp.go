@@ -59,7 +59,8 @@ func (c *cli) cmdMCP(ctx context.Context, args []string) error {
 		PerCall: *perCall,
 		Version: cliVersion(),
 	})
-	return srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}})
+	stdio := newMCPStdio(c.stdin, c.stdout) // answers every request read before stdin's end
+	return srv.Run(ctx, &sdk.IOTransport{Reader: stdio.reader(), Writer: stdio.writer()})
 }
 
 // nopWriteCloser is an io.WriteCloser whose Close does nothing: the MCP

@@ -62,6 +62,8 @@ type Config struct {
 	// (see template.RegistryPolicy; default "*": public registries only).
 	RegistryAllow []string      `json:"registry_allow,omitempty"`
 	Network       NetworkConfig `json:"network,omitempty"`
+	// Limits bound the HTTP surface and each key's share (surface.go).
+	Limits LimitsConfig `json:"limits,omitempty"`
 }
 
 func serve(args []string) error {
@@ -70,7 +72,7 @@ func serve(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:7419", "address to serve the API on")
 	stateDir := fs.String("state-dir", defaultStateDir, "state directory (database, keys, sandboxes)")
 	maxSandboxes := fs.Int("max-sandboxes", 100, "most live sandboxes on this host (503 no_capacity past it)")
-	maxPerKey := fs.Int("max-sandboxes-per-key", 0, "most live sandboxes per API key, 0 = no per-key limit (429 past it)")
+	maxPerKey := fs.Int("max-sandboxes-per-key", 0, "most live sandboxes per API key (429 past it); default half of --max-sandboxes, -1 = no per-key limit")
 	maxFile := fs.Int64("max-file-bytes", api.DefaultMaxFileBytes, "largest file upload or download through the files API")
 	runtime := fs.String("runtime", "runc", "default OCI runtime: runc, crun, runsc, or a name from the config's runtimes")
 	agentBin := fs.String("agent-binary", "", "paddock-agent binary (default: next to paddockd)")
@@ -81,6 +83,7 @@ func serve(args []string) error {
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
 	registryAllow := fs.String("registry-allow", "", `comma-separated registries template imports may fetch from: host, host:port or CIDR (may be private), "*" = any registry whose addresses are all public (default "*")`)
+	limits := limitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
 		fs.PrintDefaults()
@@ -134,6 +137,7 @@ func serve(args []string) error {
 	if set["registry-allow"] {
 		cfg.RegistryAllow = splitList(*registryAllow)
 	}
+	limits(&cfg.Limits, set)
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -175,6 +179,7 @@ func run(cfg Config) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
 		return err
 	}
+	cfg.TemplateCacheBytes = defaultTemplateBudget(cfg.StateDir, cfg.TemplateCacheBytes)
 	if err := container.SetSubreaper(); err != nil {
 		return fmt.Errorf("subreaper: %w", err)
 	}
@@ -262,8 +267,18 @@ func serveAPI(ctx context.Context, cfg Config, mgr *manager.Manager, scfg server
 		return err
 	}
 	scfg.MCP = server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}
+	applyLimits(cfg, &scfg)
 	apiSrv := server.New(scfg, mgr, keys, log)
 	srv := apiSrv.HTTPServer(cfg.Listen)
+	ln = apiSrv.Listener(ln)
+	if cfg.Limits.PortsListen != "" {
+		stopPorts, err := servePorts(ctx, cfg.Limits.PortsListen, apiSrv, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPorts()
+	}
 	reaperDone := make(chan struct{})
 	go func() { mgr.Run(ctx); close(reaperDone) }()
 	errc := make(chan error, 1)
@@ -315,6 +330,12 @@ func findRuntimes(cfg *Config) (map[string]string, error) {
 func managerConfig(cfg Config) manager.Config {
 	mcfg := manager.DefaultConfig()
 	mcfg.MaxSandboxes, mcfg.MaxPerKey = cfg.MaxSandboxes, cfg.MaxSandboxesPerKey
+	switch {
+	case cfg.MaxSandboxesPerKey == 0: // the default: no key takes every slot
+		mcfg.MaxPerKey = max(cfg.MaxSandboxes/2, 1)
+	case cfg.MaxSandboxesPerKey < 0:
+		mcfg.MaxPerKey = 0
+	}
 	mcfg.DefaultTimeout = time.Duration(cfg.DefaultTimeout) * time.Second
 	if cfg.Defaults != nil {
 		mcfg.Defaults = *cfg.Defaults

@@ -30,7 +30,7 @@ func openImages(cfg Config, lowers func() []string, log *slog.Logger) (*template
 	}
 	st, err := template.Open(template.Config{
 		Root:       filepath.Join(cfg.StateDir, "images"),
-		DiskBudget: cfg.TemplateCacheBytes,
+		DiskBudget: cfg.TemplateCacheBytes, // defaulted in run
 		Registries: regs,
 		Log:        log,
 		InUse:      lowers,

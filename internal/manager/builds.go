@@ -130,6 +130,7 @@ func (m *Manager) Freeze(ctx context.Context, owner, id string, fn func(ctx cont
 	if err != nil {
 		return err
 	}
+	up.MaxBytes = int64(rec.Resources.DiskMiB) << 20 // a snapshot takes no more than the sandbox's disk
 	if rec.State == sandbox.Running {
 		p, ok := m.backend.(sandbox.Pauser)
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -57,8 +58,9 @@ func (m *Manager) validate(req sandbox.CreateRequest) (*store.Record, error) {
 		return nil, fmt.Errorf("%w: at most %d metadata keys", sandbox.ErrInvalid, maxMetadataKeys)
 	}
 	for k, v := range req.Metadata {
-		if k == "" || len(k) > maxMetadataKey || len(v) > maxMetadataValue || !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return nil, fmt.Errorf("%w: metadata keys must be 1-%d bytes and values at most %d bytes of UTF-8",
+		if k == "" || len(k) > maxMetadataKey || len(v) > maxMetadataValue || !utf8.ValidString(k) || !utf8.ValidString(v) ||
+			strings.IndexFunc(k, unicode.IsControl) >= 0 || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("%w: metadata keys must be 1-%d bytes of UTF-8 without control characters, values at most %d bytes of UTF-8 without NUL",
 				sandbox.ErrInvalid, maxMetadataKey, maxMetadataValue)
 		}
 	}
@@ -97,7 +99,8 @@ func (m *Manager) timeout(seconds int64) (time.Duration, error) {
 	if seconds == 0 {
 		return m.cfg.DefaultTimeout, nil
 	}
-	if seconds < 0 || time.Duration(seconds)*time.Second > m.cfg.MaxTimeout {
+	// Compared in seconds: a Duration of seconds near int64 overflows.
+	if seconds < 0 || seconds > int64(m.cfg.MaxTimeout/time.Second) {
 		return 0, fmt.Errorf("%w: timeout_seconds must be between 1 and %d", sandbox.ErrInvalid, int64(m.cfg.MaxTimeout.Seconds()))
 	}
 	return time.Duration(seconds) * time.Second, nil

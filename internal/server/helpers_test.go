@@ -48,6 +48,13 @@ type testServer struct {
 // API is not.
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
+	return newTestServerWith(t, nil)
+}
+
+// newTestServerWith is newTestServer with the server's config changed by
+// edit.
+func newTestServerWith(t *testing.T, edit func(*server.Config)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	st, err := store.Open(dir)
@@ -78,9 +85,14 @@ func newTestServer(t *testing.T) *testServer {
 	if err := mgr.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(server.Config{MaxFileBytes: testMaxFileBytes, Version: "test"}, mgr, keys, log)
+	scfg := server.Config{MaxFileBytes: testMaxFileBytes, Version: "test"}
+	if edit != nil {
+		edit(&scfg)
+	}
+	srv := server.New(scfg, mgr, keys, log)
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer("")
+	hs.Listener = srv.Listener(hs.Listener)
 	hs.Start()
 	t.Cleanup(hs.Close)
 	ts.url = hs.URL

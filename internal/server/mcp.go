@@ -33,6 +33,9 @@ type MCPConfig struct {
 	SelfURL string
 	// MaxSessions bounds the concurrent MCP sessions (default 256).
 	MaxSessions int
+	// MaxSessionsPerKey bounds one API key's sessions (default a quarter
+	// of MaxSessions; -1: no per-key bound).
+	MaxSessionsPerKey int
 	// IdleTimeout ends a session, deleting its sandbox, after this long
 	// without a request (default 30 minutes).
 	IdleTimeout time.Duration
@@ -70,11 +73,21 @@ func (s *Server) mcpHandler() http.Handler {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultMCPIdleTimeout
 	}
+	if cfg.MaxSessionsPerKey == 0 {
+		cfg.MaxSessionsPerKey = max(cfg.MaxSessions/4, 1)
+	}
 	hc := &http.Client{}
 	s.mcp = mcp.New(nil, mcp.Options{
-		MaxSessions: cfg.MaxSessions,
-		Version:     s.cfg.Version,
-		Logger:      s.log,
+		MaxSessions:       cfg.MaxSessions,
+		MaxSessionsPerKey: cfg.MaxSessionsPerKey,
+		SessionKey: func(extra *sdk.RequestExtra) string {
+			if extra != nil && extra.TokenInfo != nil {
+				return extra.TokenInfo.UserID
+			}
+			return ""
+		},
+		Version: s.cfg.Version,
+		Logger:  s.log,
 		Client: func(ctx context.Context, extra *sdk.RequestExtra) (*client.Client, error) {
 			var key string
 			if extra != nil && extra.TokenInfo != nil {

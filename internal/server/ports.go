@@ -23,7 +23,22 @@ const (
 	portTokenParam  = "paddock_token"
 	portTokenCookie = "paddock_port_token"
 	portTokenTTL    = time.Hour
+	// maxPortResponseHeader bounds the response headers a server in a
+	// sandbox can send through the port proxy (502 past it).
+	maxPortResponseHeader = 64 << 10
 )
+
+// newPortTransport is the transport to sandbox ports: bounded response
+// headers, no compression (bodies stream through as they come).
+func newPortTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		DialContext:            dial,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        30 * time.Second,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: maxPortResponseHeader,
+	}
+}
 
 // portToken signs (sandbox, port, expiry).
 func (s *Server) portToken(id string, port int, exp time.Time) string {
@@ -62,10 +77,12 @@ func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, owner string)
 	out := api.ListPortsResponse{Ports: []api.Port{}}
 	for _, p := range ports {
 		u := fmt.Sprintf("%s/v1/sandboxes/%s/ports/%d/", base, id, p.Port)
+		tok := s.portToken(id, p.Port, exp)
 		out.Ports = append(out.Ports, api.Port{
 			Port: p.Port, Address: p.Address, URL: u,
-			SignedURL:          u + "?" + portTokenParam + "=" + s.portToken(id, p.Port, exp),
+			SignedURL:          u + "?" + portTokenParam + "=" + tok,
 			SignedURLExpiresAt: exp.UTC(),
+			OriginURL:          s.originURL(r, id, p.Port, tok),
 		})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -81,10 +98,14 @@ func externalBase(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// proxyPort serves /v1/sandboxes/{id}/ports/{port}/{path...}: a reverse
-// proxy (HTTP and WebSocket) to that port inside the sandbox, reached
-// through the guest agent. It accepts the owner's API key or a signed
-// token; other keys get 404. Credentials are never forwarded.
+// proxyPort serves /v1/sandboxes/{id}/ports/{port}/{path...}, the path
+// form: a reverse proxy (HTTP and WebSocket) to that port inside the
+// sandbox, reached through the guest agent. It accepts the owner's API
+// key or a signed token in the query; other keys get 404. The path form
+// shares the API's origin, so it carries no cookies either way: Cookie
+// headers are not forwarded and Set-Cookie answers are dropped (browsers
+// use the own-origin form, ports_origin.go). Credentials are never
+// forwarded.
 func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	port, err := strconv.Atoi(r.PathValue("port"))
@@ -92,20 +113,23 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: port must be 1-65535", sandbox.ErrInvalid))
 		return
 	}
+	if !s.authorizePort(w, r, id, port, r.URL.Query().Get(portTokenParam)) {
+		return
+	}
+	prefix := fmt.Sprintf("/v1/sandboxes/%s/ports/%d", id, port)
+	s.reverseProxy(w, r, id, port, "/"+r.PathValue("path"), prefix, true)
+}
+
+// authorizePort checks the owner's API key or tok for (id, port) and that
+// the sandbox is running, answering the error itself when not.
+func (s *Server) authorizePort(w http.ResponseWriter, r *http.Request, id string, port int, tok string) bool {
 	authorized := false
 	if owner, ok := s.auth(r); ok {
 		if _, err := s.mgr.Get(r.Context(), owner, id); err != nil {
 			writeError(w, err)
-			return
+			return false
 		}
 		authorized = true
-	}
-	tok := r.URL.Query().Get(portTokenParam)
-	fromQuery := tok != ""
-	if tok == "" {
-		if c, err := r.Cookie(portTokenCookie); err == nil {
-			tok = c.Value
-		}
 	}
 	if !authorized && tok != "" {
 		authorized = s.validPortToken(tok, id, port)
@@ -113,31 +137,45 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
 	if !authorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
 		writeError(w, fmt.Errorf("%w: an API key or a signed port URL is required", sandbox.ErrUnauthorized))
-		return
+		return false
 	}
 	if _, err := s.mgr.RunningAny(r.Context(), id); err != nil {
 		writeError(w, err)
-		return
+		return false
 	}
-	prefix := fmt.Sprintf("/v1/sandboxes/%s/ports/%d", id, port)
-	if fromQuery && s.validPortToken(tok, id, port) {
-		http.SetCookie(w, &http.Cookie{Name: portTokenCookie, Value: tok, Path: prefix + "/",
-			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
-	}
+	return true
+}
+
+// reverseProxy relays r to port of sandbox id at path. noCookies (the
+// path form) drops every Cookie and Set-Cookie; otherwise only the port
+// token cookie is kept from the sandbox.
+func (s *Server) reverseProxy(w http.ResponseWriter, r *http.Request, id string, port int, path, prefix string, noCookies bool) {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", fmt.Sprintf("p%d.%s", port, id)
-			pr.Out.URL.Path = "/" + r.PathValue("path")
+			pr.Out.URL.Path = path
 			pr.Out.URL.RawPath = ""
 			q := pr.Out.URL.Query()
 			q.Del(portTokenParam)
 			pr.Out.URL.RawQuery = q.Encode()
 			pr.Out.Header.Del("Authorization")
-			stripCookie(pr.Out, portTokenCookie)
+			if noCookies {
+				pr.Out.Header.Del("Cookie")
+			} else {
+				stripCookie(pr.Out, portTokenCookie)
+			}
 			pr.SetXForwarded()
-			pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+			if prefix != "" {
+				pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+			}
 		},
 		Transport: s.portTransport,
+		ModifyResponse: func(resp *http.Response) error {
+			if noCookies {
+				resp.Header.Del("Set-Cookie")
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(w, fmt.Errorf("%w: port %d: %v", sandbox.ErrUnavailable, port, err))
 		},

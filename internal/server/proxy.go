@@ -7,6 +7,7 @@ package server
 // their types, never copied as bytes.
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,7 @@ func (s *Server) running(r *http.Request, owner string) (string, error) {
 // exec runs a command to its end: one JSON result, or NDJSON events with
 // Accept: application/x-ndjson.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) error {
-	req, err := s.execRequest(w, r)
+	req, err := s.execRequest(w, r, owner)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (s *Server) streamEvents(r *http.Request, w http.ResponseWriter, id string,
 
 // startProcess starts a background process.
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request, owner string) error {
-	req, err := s.execRequest(w, r)
+	req, err := s.execRequest(w, r, owner)
 	if err != nil {
 		return err
 	}
@@ -129,22 +130,26 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request, owner stri
 }
 
 // execRequest decodes an exec or process body. Only its size is bounded
-// here: the agent validates it and applies the defaults.
-func (s *Server) execRequest(w http.ResponseWriter, r *http.Request) (*api.ExecRequest, error) {
+// here: the agent validates it and applies the defaults. A large body
+// (or one of unknown length) goes through the exec body gate: owner's
+// upload slots, then a decode slot once it has arrived.
+func (s *Server) execRequest(w http.ResponseWriter, r *http.Request, owner string) (*api.ExecRequest, error) {
 	if r.ContentLength > api.MaxExecBodyBytes {
 		return nil, fmt.Errorf("%w: request body larger than %d bytes", sandbox.ErrTooLarge, api.MaxExecBodyBytes)
 	}
-	// Large bodies are decoded in memory: bound how many at once.
-	if r.ContentLength < 0 || r.ContentLength > api.MaxJSONBodyBytes {
-		select {
-		case s.bigBodies <- struct{}{}:
-			defer func() { <-s.bigBodies }()
-		case <-r.Context().Done():
-			return nil, r.Context().Err()
-		}
-	}
 	var req api.ExecRequest
-	if err := decode(w, r, api.MaxExecBodyBytes, &req); err != nil {
+	if r.ContentLength >= 0 && r.ContentLength <= api.MaxJSONBodyBytes {
+		if err := decode(w, r, api.MaxExecBodyBytes, &req); err != nil {
+			return nil, err
+		}
+		return &req, nil
+	}
+	body, release, err := s.execBodies.read(w, r, owner, api.MaxExecBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := decodeFrom(bytes.NewReader(body), &req); err != nil {
 		return nil, err
 	}
 	return &req, nil

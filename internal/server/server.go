@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
@@ -46,6 +46,16 @@ type Config struct {
 	Templates *catalog.Builder
 	// MCP configures /v1/mcp (see mcp.go).
 	MCP MCPConfig
+	// Limits bound connections, deadlines and large bodies (limits.go).
+	Limits HTTPLimits
+	// BigBodiesPerKey and BigBodyDecodes configure the exec body gate
+	// (bodygate.go; defaults DefaultBigBodiesPerKey, DefaultBigBodyDecodes).
+	BigBodiesPerKey, BigBodyDecodes int
+	// Ports serves sandbox ports on their own origins (ports_origin.go).
+	Ports PortsConfig
+	// TemplateBytesPerKey bounds the disk of one key's templates, checked
+	// when a build or snapshot starts (0: none).
+	TemplateBytesPerKey int64
 }
 
 // Server serves the REST API.
@@ -57,8 +67,8 @@ type Server struct {
 	keys  *store.Keys
 	log   *slog.Logger
 	mux   *http.ServeMux
-	// bigBodies bounds concurrent decoding of large exec bodies.
-	bigBodies chan struct{}
+	// execBodies and templateBodies admit large bodies (bodygate.go).
+	execBodies, templateBodies *bodyGate
 	// portTransport carries reverse-proxied requests to sandbox ports.
 	portTransport *http.Transport
 	mcp           *mcp.Server // serves /v1/mcp; nil when MCP is disabled
@@ -69,27 +79,39 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = api.DefaultMaxFileBytes
 	}
-	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, mux: http.NewServeMux(), bigBodies: make(chan struct{}, 4)}
-	s.portTransport = &http.Transport{
-		DialContext:         s.dialPort,
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
+	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.BigBodiesPerKey <= 0 {
+		cfg.BigBodiesPerKey = DefaultBigBodiesPerKey
 	}
+	if cfg.BigBodyDecodes <= 0 {
+		cfg.BigBodyDecodes = DefaultBigBodyDecodes
+	}
+	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, mux: http.NewServeMux(),
+		execBodies:     newBodyGate(cfg.BigBodiesPerKey, cfg.BigBodyDecodes, 0),
+		templateBodies: newBodyGate(templateBodiesPerKey, templateBodyDecodes, templateFreeAbove)}
+	s.portTransport = newPortTransport(s.dialPort)
 	s.routes()
 	return s
 }
 
 // HTTPServer wraps the API in an http.Server with bounded headers and
-// timeouts (no write timeout: exec streams last as long as the command).
+// timeouts. It has no read or write timeout: exec streams last as long as
+// the command, and ServeHTTP arms per-read and per-write deadlines
+// instead (limits.go). Serve it on a listener from Listener.
 func (s *Server) HTTPServer(addr string) *http.Server {
 	return &http.Server{
 		Addr:              addr,
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.Limits.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+}
+
+// Listener bounds the connections of ln (Config.Limits.Conns).
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	return LimitListener(ln, s.cfg.Limits.Conns, s.log)
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string) error
@@ -105,6 +127,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errors.New("internal error"))
 		}
 	}()
+	w, r, done := s.guard(w, r)
+	defer done()
+	if s.servePortOrigin(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -204,8 +231,12 @@ var errEmptyBody = fmt.Errorf("%w: empty body, expected JSON", sandbox.ErrInvali
 
 // decode reads a JSON body of at most limit bytes into v, strictly.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
+	return decodeFrom(http.MaxBytesReader(w, r.Body, limit), v)
+}
+
+// decodeFrom decodes one JSON value from body into v, strictly.
+func decodeFrom(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ const (
 	// maxContextBytes and maxContextFiles bound a tar build context.
 	maxContextBytes = 64 << 20
 	maxContextFiles = 20000
+	// maxContextTar bounds the tar stream of a context (headers and
+	// padding on top of the contents).
+	maxContextTar = maxContextBytes + maxContextFiles*1024 + (1 << 20)
 )
 
 func (s *Server) templates() (*catalog.Builder, error) {
@@ -81,6 +85,9 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 	if err != nil {
 		return err
 	}
+	if err := s.templateQuota(r, t, owner); err != nil {
+		return err
+	}
 	var req api.CreateTemplateRequest
 	var bc template.BuildContext
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -108,12 +115,13 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 			}
 			req.BuildArgs[k] = v
 		}
-		body := http.MaxBytesReader(w, r.Body, maxContextBytes+maxContextFiles*1024+(1<<20))
-		if bc, err = template.ReadContextTar(body, maxContextBytes, maxContextFiles); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return mbe
-			}
+		body, release, err := s.templateBodies.read(w, r, owner, maxContextTar)
+		if err != nil {
+			return err
+		}
+		bc, err = template.ReadContextTar(bytes.NewReader(body), maxContextBytes, maxContextFiles)
+		release()
+		if err != nil {
 			return templateErr(err)
 		}
 		f, ok := bc[strings.TrimPrefix(df, "./")]
@@ -125,7 +133,13 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, owner st
 			return fmt.Errorf("%w: %s is empty", sandbox.ErrInvalid, df)
 		}
 	default:
-		if err := decode(w, r, maxTemplateBody, &req); err != nil {
+		body, release, err := s.templateBodies.read(w, r, owner, maxTemplateBody)
+		if err != nil {
+			return err
+		}
+		err = decodeFrom(bytes.NewReader(body), &req)
+		release()
+		if err != nil {
 			return err
 		}
 	}
@@ -183,10 +197,33 @@ func (s *Server) snapshotSandbox(w http.ResponseWriter, r *http.Request, owner s
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		return err
 	}
+	if err := s.templateQuota(r, t, owner); err != nil {
+		return err
+	}
 	tpl, err := t.Snapshot(r.Context(), owner, r.PathValue("id"), req.Name)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, templateAPI(tpl))
+	return nil
+}
+
+// templateQuota refuses a build or snapshot when owner's templates
+// already take Config.TemplateBytesPerKey (their layers as charged, a
+// layer shared by two templates counted twice).
+func (s *Server) templateQuota(r *http.Request, t *catalog.Builder, owner string) error {
+	limit := s.cfg.TemplateBytesPerKey
+	if limit <= 0 {
+		return nil
+	}
+	var used int64
+	for _, tpl := range t.List(r.Context(), owner) {
+		if !tpl.Shared && tpl.Owner == owner {
+			used += tpl.Size
+		}
+	}
+	if used >= limit {
+		return fmt.Errorf("%w: this key's templates take %d bytes, the per-key quota is %d (--template-bytes-per-key); delete some", template.ErrBudget, used, limit)
+	}
 	return nil
 }

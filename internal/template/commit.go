@@ -44,6 +44,9 @@ type Upper struct {
 	UIDBase uint32
 	// Ref is the template name the root was made from.
 	Ref string
+	// MaxBytes caps the disk a commit of the upper may take (the
+	// sandbox's disk_mib); 0: the store's limits only.
+	MaxBytes int64
 }
 
 // Save stores im under im.Name from layers already in the store, for
@@ -104,16 +107,18 @@ func configDigest(layers []string, cfg ImageConfig) string {
 // entries and opaque directories get ".wh..wh..opq". Files owned by host
 // ids in [uidBase, uidBase+IDRange) are recorded as owned by id-uidBase
 // (the sandbox's own view); other ids become 65534. The layer goes through
-// the same unpacker, limits and budget as a pulled one. upper must not
-// change while Commit reads it (freeze the sandbox).
-func (s *Store) Commit(ctx context.Context, name string, parent *Image, upper string, uidBase uint32, cfg ImageConfig) (*Image, error) {
+// the same unpacker, limits and budget as a pulled one; sparse files stay
+// sparse, and the layer's disk is capped at maxBytes (0: no cap beyond
+// the store's). upper must not change while Commit reads it (freeze the
+// sandbox).
+func (s *Store) Commit(ctx context.Context, name string, parent *Image, upper string, uidBase uint32, maxBytes int64, cfg ImageConfig) (*Image, error) {
 	if !ValidName(name) {
 		return nil, fmt.Errorf("%w: image name %q", ErrInvalid, name)
 	}
 	if parent != nil && parent.Dir != "" {
 		return nil, fmt.Errorf("%w: cannot add a layer to an image used in place from %s (import the directory with copy)", ErrInvalid, parent.Dir)
 	}
-	li, err := s.unpackLayer(ctx, "", func() (io.ReadCloser, error) {
+	li, err := s.unpackLayerMax(ctx, "", maxBytes, func() (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeUpperTar(ctx, upper, uidBase, s.cfg.IDRange, pw)) }()
 		return pr, nil

@@ -48,7 +48,7 @@ func TestCommit(t *testing.T) {
 	must(os.WriteFile(filepath.Join(up, ".paddock/paddock-agent"), []byte("not the agent"), 0o755))
 
 	cfg := ImageConfig{Env: []string{"A=1"}}
-	im, err := e.store.Commit(context.Background(), "child", parent, up, base, cfg)
+	im, err := e.store.Commit(context.Background(), "child", parent, up, base, 0, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,13 @@ func (s *Store) ensureLayer(ctx context.Context, id string, open func() (io.Read
 // unpackLayer unpacks a layer stream into tmp/, checks it hashes to want
 // (any hash when want is empty; the result then comes back pinned) and
 // renames it into layers/.
-func (s *Store) unpackLayer(ctx context.Context, want string, open func() (io.ReadCloser, error)) (_ *layerInfo, err error) {
+func (s *Store) unpackLayer(ctx context.Context, want string, open func() (io.ReadCloser, error)) (*layerInfo, error) {
+	return s.unpackLayerMax(ctx, want, 0, open)
+}
+
+// unpackLayerMax is unpackLayer with the layer's charged bytes capped at
+// maxBytes (0: no cap beyond the budget).
+func (s *Store) unpackLayerMax(ctx context.Context, want string, maxBytes int64, open func() (io.ReadCloser, error)) (_ *layerInfo, err error) {
 	tmp, err := os.MkdirTemp(filepath.Join(s.cfg.Root, "tmp"), "layer-")
 	if err != nil {
 		return nil, err
@@ -200,6 +206,9 @@ func (s *Store) unpackLayer(ctx context.Context, want string, open func() (io.Re
 	entries, err := unpack(ctx, sr, rootfs, unpackOpts{
 		lim: lim, uidBase: s.cfg.UIDBase, gidBase: s.cfg.GIDBase, idRange: s.cfg.IDRange,
 		charge: func(n int64) error {
+			if maxBytes > 0 && charged+n > maxBytes {
+				return fmt.Errorf("%w: the layer takes more than %d bytes of disk (the sandbox's disk_mib)", ErrLimit, maxBytes)
+			}
 			if err := s.reserve(n); err != nil {
 				return err
 			}

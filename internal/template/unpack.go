@@ -197,9 +197,6 @@ func (u *unpacker) file(dfd int, rel, base string, hdr *tar.Header, r io.Reader)
 	case u.content+hdr.Size > u.lim.LayerBytes:
 		return fmt.Errorf("%w: layer content over %d bytes at %s", ErrLimit, u.lim.LayerBytes, rel)
 	}
-	if err := u.charge(blocks(hdr.Size)); err != nil {
-		return err
-	}
 	u.content += hdr.Size
 	fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -207,7 +204,7 @@ func (u *unpacker) file(dfd int, rel, base string, hdr *tar.Header, r io.Reader)
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	if _, err := io.CopyN(f, r, hdr.Size); err != nil {
+	if err := copySparse(f, io.LimitReader(r, hdr.Size), hdr.Size, u.charge); err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
 	if err := f.Chown(u.mapID(hdr.Uid, u.uidBase), u.mapID(hdr.Gid, u.gidBase)); err != nil {

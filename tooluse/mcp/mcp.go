@@ -50,6 +50,9 @@ const DefaultMaxSessions = 256
 // Options.MaxSessions.
 var ErrTooManySessions = errors.New("too many MCP sessions on this server; close one or retry later")
 
+// ErrTooManyKeySessions refuses a session past Options.MaxSessionsPerKey.
+var ErrTooManyKeySessions = errors.New("too many MCP sessions for this API key; close one or retry later")
+
 // ClientFunc returns the Paddock client that a new MCP session's tools act
 // with. It is called once per session, on its first tool call; extra holds
 // the HTTP headers and bearer token info of that request (nil fields over
@@ -70,6 +73,12 @@ type Options struct {
 	// MaxSessions bounds the concurrent MCP sessions (DefaultMaxSessions
 	// when 0); a session past it is refused.
 	MaxSessions int
+	// MaxSessionsPerKey bounds the concurrent sessions of one key, as
+	// SessionKey names it (0: MaxSessions only).
+	MaxSessionsPerKey int
+	// SessionKey names the key (an API key id) a session counts against
+	// for MaxSessionsPerKey, from its first request.
+	SessionKey func(extra *sdk.RequestExtra) string
 	// Client, when set, picks each session's client; otherwise every
 	// session uses the client given to New.
 	Client ClientFunc
@@ -178,7 +187,11 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) track(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
-			if _, err := s.session(ss); err != nil {
+			key := ""
+			if s.opts.SessionKey != nil {
+				key = s.opts.SessionKey(req.GetExtra())
+			}
+			if _, err := s.sessionOf(ss, key); err != nil {
 				return nil, err
 			}
 		}
@@ -188,7 +201,10 @@ func (s *Server) track(next sdk.MethodHandler) sdk.MethodHandler {
 
 // session returns the state of ss, registering it (and a goroutine that
 // releases it when ss ends) the first time.
-func (s *Server) session(ss *sdk.ServerSession) (*session, error) {
+func (s *Server) session(ss *sdk.ServerSession) (*session, error) { return s.sessionOf(ss, "") }
+
+// sessionOf is session for a session counted against key.
+func (s *Server) sessionOf(ss *sdk.ServerSession, key string) (*session, error) {
 	if ss == nil {
 		return nil, errors.New("no MCP session")
 	}
@@ -203,11 +219,22 @@ func (s *Server) session(ss *sdk.ServerSession) (*session, error) {
 	if len(s.sessions) >= s.opts.MaxSessions {
 		return nil, ErrTooManySessions
 	}
+	if n := s.opts.MaxSessionsPerKey; n > 0 && key != "" {
+		held := 0
+		for _, se := range s.sessions {
+			if se.key == key {
+				held++
+			}
+		}
+		if held >= n {
+			return nil, ErrTooManyKeySessions
+		}
+	}
 	id := ss.ID()
 	if id == "" {
 		id = "mcp_" + rand.Text()[:16]
 	}
-	se := &session{srv: s, id: id}
+	se := &session{srv: s, id: id, key: key}
 	s.sessions[ss] = se
 	s.wg.Add(1)
 	go func() {

@@ -25,6 +25,7 @@ const checkTimeout = 10 * time.Second
 type session struct {
 	srv *Server
 	id  string
+	key string // what the session counts against (Options.SessionKey)
 
 	mu     sync.Mutex
 	c      *client.Client

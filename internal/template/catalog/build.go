@@ -268,7 +268,7 @@ func (t *Builder) runStep(ctx context.Context, owner string, cur tplRef, cfg tem
 		}
 		err := t.withBudget(ctx, func() error {
 			var err error
-			im, err = t.store.Commit(ctx, img, parent, up.Dir, up.UIDBase, cfg)
+			im, err = t.store.Commit(ctx, img, parent, up.Dir, up.UIDBase, up.MaxBytes, cfg)
 			return err
 		})
 		return storeErr(err)
@@ -428,7 +428,7 @@ func (t *Builder) Snapshot(ctx context.Context, owner, id, name string) (*Templa
 		t.hold(img)
 		defer t.release(img)
 		err = t.withBudget(ctx, func() error {
-			_, err := t.store.Commit(ctx, img, pim, up.Dir, up.UIDBase, cfg)
+			_, err := t.store.Commit(ctx, img, pim, up.Dir, up.UIDBase, up.MaxBytes, cfg)
 			return err
 		})
 		if err != nil {

@@ -169,9 +169,19 @@ export interface Port {
   address: string;
   /** Reaches the port through the daemon; needs the owner's API key. */
   url: string;
-  /** Reaches the port with a token for this sandbox and port only. */
+  /**
+   * Reaches the port with a token for this sandbox and port only (path form, on
+   * the API's origin: no cookies pass either way).
+   */
   signed_url: string;
   signed_url_expires_at: string;
+  /**
+   * The port on its own origin, `<port>-<id>.<ports domain>`, signed like
+   * `signed_url` (the token moves into a cookie of that origin): what a browser
+   * should open. Present when the daemon serves ports on their own origins
+   * (`paddockd --ports-domain`).
+   */
+  origin_url?: string;
 }
 
 /** The answer to `GET /v1/sandboxes/{id}/ports`. */

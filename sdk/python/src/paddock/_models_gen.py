@@ -232,6 +232,7 @@ class Port(Model):
     url: str = ""
     signed_url: str = ""
     signed_url_expires_at: Optional[datetime] = None
+    origin_url: str = ""
 
     @classmethod
     def from_json(cls, d: Any) -> "Port":
@@ -242,6 +243,7 @@ class Port(Model):
             url=s_(d.get("url")),
             signed_url=s_(d.get("signed_url")),
             signed_url_expires_at=t_(d.get("signed_url_expires_at")),
+            origin_url=s_(d.get("origin_url")),
         )
 
 

@@ -228,7 +228,16 @@ _PortJSONRequired = TypedDict(
 )
 
 
-class PortJSON(_PortJSONRequired):
+_PortJSONOptional = TypedDict(
+    "_PortJSONOptional",
+    {
+        "origin_url": "str",
+    },
+    total=False,
+)
+
+
+class PortJSON(_PortJSONRequired, _PortJSONOptional):
     """A TCP port a process in the sandbox listens on."""
 
 

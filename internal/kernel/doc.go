@@ -22,8 +22,8 @@
 //     so cd, variables and functions stay.
 //
 // Protocol: the driver reads requests on fd 3 (a JSON line; for Bash the
-// code ended by NUL) and writes events on fd 4 (JSON lines: result, error,
-// stdout/stderr notes, done). The cell's own stdout and stderr are fds 1
+// code ended by NUL) and writes events on fd 4 (JSON lines: started, result,
+// error, stdout/stderr notes, done; an interrupt waits for started). The cell's own stdout and stderr are fds 1
 // and 2, streamed as they come. After a cell the driver writes a random
 // per-process marker to fd 1 and fd 2 before "done", so the agent knows it
 // has all of the cell's output; the marker never reaches the client.

@@ -32,8 +32,8 @@ var (
 // language is how one language's interpreter starts and takes a cell.
 type language struct {
 	name   string
-	binary string                  // looked up in the context's PATH
-	args   []string                // after argv[0]
+	binary string                   // looked up in the context's PATH
+	args   []string                 // after argv[0]
 	encode func(req wireReq) []byte // one request on fd 3
 }
 
@@ -117,8 +117,8 @@ type driverEvent struct {
 // process is one running interpreter.
 type process struct {
 	pid    int
-	cmd    *os.File      // fd 3 of the driver
-	msgs   chan msg      // from the readers
+	cmd    *os.File        // fd 3 of the driver
+	msgs   chan msg        // from the readers
 	exited <-chan struct{} // closed when the process has been reaped
 	eofs   int             // pipes ended, counted by the one reader of msgs
 }

@@ -105,8 +105,15 @@ func (c *Context) execute(ctx context.Context, req api.CodeRequest, timeout time
 	defer timer.Stop()
 	var grace, doneWait, exitDeadline <-chan time.Time
 	exited, ctxDone := p.exited, ctx.Done()
+	// SIGINT waits for the driver to start the cell: earlier, it would
+	// hit the driver's own loop and the cell would run on.
+	started, pendingInt := false, false
 	startGrace := func() {
-		p.interrupt()
+		if !started {
+			pendingInt = true
+		} else {
+			p.interrupt()
+		}
 		if grace == nil {
 			grace = time.After(c.m.cfg.Grace)
 		}
@@ -124,10 +131,16 @@ loop:
 			case msgEOF:
 				p.eofs++
 			case msgEvent:
-				if mg.ev.Type == "done" {
+				switch mg.ev.Type {
+				case "started":
+					started = true
+					if pendingInt {
+						p.interrupt()
+					}
+				case "done":
 					done = true
 					doneWait = time.After(markerWait)
-				} else {
+				default:
 					acc.event(mg.ev)
 				}
 			default:

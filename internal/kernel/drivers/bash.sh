@@ -9,6 +9,7 @@ __paddock_count=0
 trap ':' INT
 while IFS= read -r -d '' __paddock_cell <&3; do
 	__paddock_count=$((__paddock_count + 1))
+	printf '{"type":"started"}\n' >&4
 	eval "$__paddock_cell" 3<&- 4>&- </dev/null
 	__paddock_status=$?
 	printf '%s' "$__paddock_marker"

@@ -1,7 +1,7 @@
 // Paddock JavaScript kernel driver: run by the guest agent as
 // `node --expose-internals -e` (the internals give the REPL's top-level
 // await rewrite). fd 3: requests, one JSON object per line; fd 4: events.
-// After each cell: the marker on fd 1 and fd 2, then {"type":"done"} on fd 4.
+// Before each cell: {"type":"started"} on fd 4. After each cell: the marker on fd 1 and fd 2, then {"type":"done"} on fd 4.
 'use strict';
 const fs = require('fs');
 const util = require('util');
@@ -94,6 +94,7 @@ async function main() {
     try {
       const req = JSON.parse(line);
       Object.assign(process.env, req.env || {});
+      send({ type: 'started' });
       await run(String(req.code || ''), count);
     } catch (e) {
       let err = errorOf(e);

@@ -12,6 +12,13 @@ os.set_inheritable(4, False)
 _marker = os.environ.pop("PADDOCK_KERNEL_MARKER", "").encode()
 _max_item = int(os.environ.pop("PADDOCK_KERNEL_MAX_ITEM", "8388608"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Debian's matplotlib reads only /etc/matplotlibrc, which templates that
+# bind the host's /usr do not have: point it at the packaged defaults.
+_rc = "/usr/share/matplotlib/mpl-data/matplotlibrc"
+if "MATPLOTLIBRC" not in os.environ and not os.path.exists("/etc/matplotlibrc") and os.path.exists(_rc):
+    os.environ["MATPLOTLIBRC"] = _rc
+if "MPLCONFIGDIR" not in os.environ and not os.access(os.path.expanduser("~"), os.W_OK):
+    os.environ["MPLCONFIGDIR"] = "/tmp/.paddock-matplotlib"
 warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
 warnings.filterwarnings("ignore", message=".*non-interactive.*")
 sys.stdin = open(os.devnull)
@@ -206,6 +213,7 @@ def _main():
             req = json.loads(line)
             count += 1
             os.environ.update(req.get("env") or {})
+            _send({"type": "started"})
             _run(req.get("code", ""), count)
         except BaseException as e:  # SystemExit and KeyboardInterrupt too
             try:

@@ -33,6 +33,7 @@ from .errors import (
     Unavailable,
     UnknownTemplate,
 )
+from ._code import CodeContext, CodeError, CodeEvent, CodeExecution, CodeResult
 from .sandbox import EventStream, Files, Process, Sandbox
 from .types import (
     BuildEvent,
@@ -69,6 +70,11 @@ __all__ = [
     "AsyncProcess",
     "Event",
     "ExecResult",
+    "CodeContext",
+    "CodeError",
+    "CodeEvent",
+    "CodeExecution",
+    "CodeResult",
     "FileEntry",
     "Health",
     "ProcessInfo",

@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 
 from . import _bodies, _check
 from ._ahttp import AsyncTransport
+from ._code import AsyncCodeMixin
 from ._aio_objects import AsyncEventStream, AsyncFiles, AsyncProcess
 from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, Stdin, _exec_body, with_path
 from ._http import NDJSON, path_of, query_pairs
@@ -222,7 +223,7 @@ class AsyncClient:
             resp.close()
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncCodeMixin):
     """A sandbox for asyncio programs (see :class:`paddock.Sandbox`);
     ``async with`` deletes it at the end."""
 

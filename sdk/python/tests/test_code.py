@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import unittest
+import urllib.error
+import urllib.request
+from typing import Any, Dict
 
+from _fakemodel import API_KEY, FakeModel
 from _support import Daemon
 
 import paddock
+from paddock import tooluse
 
 DAEMON: Daemon = None  # type: ignore[assignment]
 
@@ -85,6 +91,52 @@ class AsyncCode(unittest.TestCase):
                 await sbx.delete_code_context(ctx)
 
         asyncio.run(go())
+
+
+class _API:
+    """A duck-typed model client over urllib: client.messages.create,
+    client.chat.completions.create and client.responses.create."""
+
+    def __init__(self, url: str, path: str, headers: Dict[str, str]) -> None:
+        self.url, self.path, self.headers = url, path, headers
+        self.completions = self
+
+    def create(self, **params: Any) -> Any:
+        req = urllib.request.Request(self.url + self.path, data=json.dumps(params).encode(),
+                                     headers={"Content-Type": "application/json", **self.headers}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            raise AssertionError(json.load(e)) from e
+
+
+class ChartLoop(unittest.TestCase):
+    """The Python tool loops against the fake model's chart conversation:
+    the figure reaches the model as an image block."""
+
+    def setUp(self) -> None:
+        self.fake = FakeModel().start()
+        self.addCleanup(self.fake.stop)
+
+    def session(self) -> tooluse.Session:
+        return tooluse.Session(DAEMON.client(), tools=["run_code"])
+
+    def test_anthropic(self) -> None:
+        client = type("C", (), {"messages": _API(self.fake.anthropic_url, "/v1/messages", {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"})})()
+        msg, _ = tooluse.run_anthropic(client, self.session(), model="m", max_tokens=100, messages=[{"role": "user", "content": "plot"}])
+        self.assertEqual(msg["content"][0]["text"], "The chart is a 640x480 PNG; the sum is 45.")
+
+    def test_responses(self) -> None:
+        client = type("C", (), {"responses": _API(self.fake.openai_url, "/responses", {"Authorization": "Bearer " + API_KEY})})()
+        resp = tooluse.run_openai_responses(client, self.session(), model="m", input="plot")
+        text = [c["text"] for it in resp["output"] if it["type"] == "message" for c in it["content"]]
+        self.assertEqual(text, ["The chart is a 640x480 PNG; the sum is 45."])
+
+    def test_chat(self) -> None:
+        client = type("C", (), {"chat": _API(self.fake.openai_url, "/chat/completions", {"Authorization": "Bearer " + API_KEY})})()
+        cc, _ = tooluse.run_openai_chat(client, self.session(), model="m", messages=[{"role": "user", "content": "plot"}])
+        self.assertEqual(cc["choices"][0]["message"]["content"], "The chart was made (not visible here); the sum is 45.")
 
 
 if __name__ == "__main__":

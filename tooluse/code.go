@@ -42,8 +42,8 @@ func runCodeTool(env string) Tool {
 		InputSchema: object(map[string]any{
 			"code": map[string]any{"type": "string", "description": "The code to run."},
 			"language": map[string]any{"type": "string", "enum": []string{"python", "javascript", "bash"},
-				"description": "The interpreter (default python); each language has its own state."},
-		}, "code"),
+				"description": "The interpreter: python, javascript (Node) or bash; each language keeps its own state."},
+		}, "code", "language"),
 	}
 }
 

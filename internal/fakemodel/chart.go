@@ -59,7 +59,7 @@ const chartCode = "import matplotlib.pyplot as plt\nxs = list(range(10))\nplt.pl
 // "The chart is a WxH PNG; the sum is 45."
 func chartTurn(st State) Turn {
 	if st.Turn == 0 {
-		return Turn{Calls: []Call{{Name: tooluse.RunCode, Input: map[string]string{"code": chartCode}}}}
+		return Turn{Calls: []Call{{Name: tooluse.RunCode, Input: map[string]string{"code": chartCode, "language": "python"}}}}
 	}
 	if len(st.Results) != 1 {
 		return refuse("chart: want 1 tool result, got %d", len(st.Results))

@@ -4,7 +4,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
 import { BadRequestError, NotFoundError, Paddock, type CodeExecution, type Sandbox } from "../src/index.js";
+import { ToolSession, formatCode, runAnthropic, runOpenAIChat, runOpenAIResponses } from "../src/tools/index.js";
 import { startDaemon, type Daemon } from "./daemon.js";
+import { startFakeModels } from "./fakemodel.js";
 
 let d: Daemon;
 let paddock: Paddock;
@@ -71,5 +73,54 @@ describe("sbx.code contexts", () => {
     assert.equal((await sbx.runCode("y", { context: c })).error?.name, "NameError");
     await sbx.code.delete(c);
     await assert.rejects(sbx.code.get(c), NotFoundError);
+  });
+});
+
+/** A duck-typed model client: POSTs params as JSON to url. */
+function api(url: string, headers: Record<string, string>) {
+  return {
+    async create(params: unknown) {
+      const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(params) });
+      const body = await r.json();
+      if (!r.ok) throw new Error(JSON.stringify(body));
+      return body;
+    },
+  };
+}
+
+describe("run_code tool", () => {
+  it("formats a cell with its images like Go", () => {
+    const r = formatCode({ context_id: "c", language: "python", execution_count: 1, stdout: "", stderr: "", stdout_truncated: false, stderr_truncated: false,
+      results: [{ data: { "text/plain": "<Figure>", "image/png": "iVBORw0KGgo=" } }, { data: { "text/plain": "45" }, is_main_result: true }],
+      timed_out: false, interrupted: false, restarted: false, duration_ms: 1 });
+    assert.equal(r.images?.length, 1);
+    assert.deepEqual(JSON.parse(r.text).images, ["image/png shown as image 1"]);
+    assert.equal(JSON.parse(r.text).result, "45");
+  });
+
+  it("delivers the chart to the model as an image (Anthropic, Responses) or a note (Chat)", async () => {
+    const models = await startFakeModels();
+    try {
+      const want = "The chart is a 640x480 PNG; the sum is 45.";
+      {
+        await using s = new ToolSession(paddock, { tools: ["run_code"] });
+        const { message } = await runAnthropic({ messages: api(models.anthropicURL + "/v1/messages", { "x-api-key": "k", "anthropic-version": "2023-06-01" }) },
+          { model: "m", max_tokens: 100, messages: [{ role: "user", content: "plot" }] }, s);
+        assert.equal(message.content[0].text, want);
+      }
+      {
+        await using s = new ToolSession(paddock, { tools: ["run_code"] });
+        const resp = await runOpenAIResponses({ responses: api(models.openaiURL + "/responses", { authorization: "Bearer k" }) }, { model: "m", input: "plot" }, s);
+        assert.equal(resp.output.find((o: { type: string }) => o.type === "message").content[0].text, want);
+      }
+      {
+        await using s = new ToolSession(paddock, { tools: ["run_code"] });
+        const { completion } = await runOpenAIChat({ chat: { completions: api(models.openaiURL + "/chat/completions", { authorization: "Bearer k" }) } },
+          { model: "m", messages: [{ role: "user", content: "plot" }] }, s);
+        assert.equal(completion.choices[0].message.content, "The chart was made (not visible here); the sum is 45.");
+      }
+    } finally {
+      await models.close();
+    }
   });
 });

@@ -42,9 +42,9 @@ def run_code_schema() -> Dict[str, Any]:
         "properties": {
             "code": {"type": "string", "description": "The code to run."},
             "language": {"type": "string", "enum": ["python", "javascript", "bash"],
-                         "description": "The interpreter (default python); each language has its own state."},
+                         "description": "The interpreter: python, javascript (Node) or bash; each language keeps its own state."},
         },
-        "required": ["code"],
+        "required": ["code", "language"],
         "additionalProperties": False,
     }
 

@@ -30,7 +30,8 @@ func (s *Server) newKernels() *kernel.Manager {
 			go func() { <-exit; close(done) }()
 			return pid, done, nil
 		},
-		Log: s.log,
+		NProc: s.cfg.NProc,
+		Log:   s.log,
 	})
 }
 

@@ -41,6 +41,10 @@ type Config struct {
 	// Grace is how long a context has after SIGINT before it is restarted
 	// (api.CodeInterruptGraceSeconds).
 	Grace time.Duration
+	// NProc, if positive, is the RLIMIT_NPROC of every interpreter (the
+	// bound commands run under, so a fork bomb in a cell cannot take the
+	// agent's last process slots).
+	NProc int
 	Log   *slog.Logger
 }
 

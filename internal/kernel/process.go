@@ -177,6 +177,10 @@ func (m *Manager) start(lang *language, dir string, env []string) (*process, err
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
+	if n := uint64(m.cfg.NProc); n > 0 {
+		lim := unix.Rlimit{Cur: n, Max: n}
+		_ = unix.Prlimit(pid, unix.RLIMIT_NPROC, &lim, nil)
+	}
 	p := &process{pid: pid, cmd: pipes[2][1], msgs: make(chan msg, 64), exited: exited}
 	go readOutput(p.msgs, pipes[0][0], marker, msgStdout, msgMarkOut)
 	go readOutput(p.msgs, pipes[1][0], marker, msgStderr, msgMarkErr)

@@ -135,8 +135,8 @@ func TestMCPStdio(t *testing.T) {
 	for _, tl := range res.Tools {
 		got[tl.Name] = tl
 	}
-	want := tooluse.Tools(tooluse.Options{})
-	if len(got) != 4 || len(want) != 4 {
+	want := tooluse.Tools(tooluse.Options{Tools: tooluse.AllToolNames()}) // run_code included
+	if n := len(tooluse.AllToolNames()); len(got) != n || len(want) != n {
 		t.Fatalf("tools/list: %d tools", len(got))
 	}
 	for _, w := range want {
@@ -213,7 +213,7 @@ func TestMCPHTTP(t *testing.T) {
 		t.Fatalf("session ids %q %q", cs1.ID(), cs2.ID())
 	}
 	res, err := cs1.ListTools(ctxT(t), nil)
-	if err != nil || len(res.Tools) != 4 {
+	if err != nil || len(res.Tools) != len(tooluse.AllToolNames()) {
 		t.Fatalf("tools/list: %v %v", res, err)
 	}
 	if text, isErr := mcpCall(t, cs1, tooluse.WriteFile, map[string]any{"path": "one.txt", "content": "1"}); isErr {

@@ -118,6 +118,7 @@ command's status. Closing the connection kills the command.
   paddock exec -it sb_123 -- python3`,
 			run: (*cli).cmdExec,
 		},
+		codeCommand(),
 		{
 			name: "shell", args: "[--cwd DIR] [--env K=V] ID",
 			summary: "Open an interactive shell in a sandbox",

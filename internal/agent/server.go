@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/kernel"
 )
 
 // Defaults and limits of the agent.
@@ -90,6 +91,7 @@ type Server struct {
 	ptys   *ptyTable
 	// watches holds a token per open file watch.
 	watches chan struct{}
+	code    *kernel.Manager // code contexts
 }
 
 // NewServer returns a server for cfg. With cfg.Reaper it starts reaping
@@ -102,6 +104,7 @@ func NewServer(cfg Config, log *slog.Logger) *Server {
 	s.procs = newProcTable(s.cfg.MaxProcesses)
 	s.ptys = newPTYTable(s.cfg.MaxPTYs)
 	s.watches = make(chan struct{}, s.cfg.MaxWatches)
+	s.code = s.newKernels()
 	if s.cfg.Reaper {
 		s.reaper = startReaper(log)
 	}
@@ -135,6 +138,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /pty/list", s.handle(s.handleListPTYs))
 	mux.Handle("POST /pty/{pty}/kill", s.handle(s.handleKillPTY))
 	mux.Handle("GET /files/watch", s.handle(s.handleWatch))
+	s.codeRoutes(mux)
 	mux.HandleFunc("GET /connect", s.handleConnect) // hijacks: not wrapped
 	mux.Handle("/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Code: api.CodeNotFound, Msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
@@ -168,6 +172,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Close()
 		<-errc
 	}
+	s.code.Close()
 	s.killAll(5 * time.Second)
 	if s.reaper != nil {
 		s.reaper.stop()

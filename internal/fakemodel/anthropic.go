@@ -300,7 +300,7 @@ func anthropicState(req *anthRequest) State {
 			text, _ := textOf(b.Content)
 			st.Results = append(st.Results, Result{
 				CallID: b.ToolUseID, Name: names[b.ToolUseID], Content: text,
-				IsError: b.IsError != nil && *b.IsError,
+				IsError: b.IsError != nil && *b.IsError, Images: imagesOf(b.Content),
 			})
 		}
 	}

@@ -21,14 +21,20 @@ import (
 //     1 expects the failure back with is_error and the traceback, and the
 //     check's 3, and sends the fix; turn 2 answers "The 1000th prime number
 //     is N." with N what the sandbox printed.
+//
 //   - Anthropic with run_command: a C sieve counting the primes below the
 //     first number of the prompt (default 1000000). Turn 0 compiles a
 //     program missing a semicolon; turn 1 expects gcc's error with is_error
 //     and sends the fix; turn 2 answers "The sieve finds C primes below N;
 //     the largest is L."
+//
 //   - OpenAI (Responses or Chat) with run_python: the 40th Fibonacci
 //     number. Turn 0 sends a SyntaxError; turn 1 expects it back and sends
 //     the fix; turn 2 answers "The 40th Fibonacci number is N."
+//
+//   - Any API with run_code: a chart (chartTurn). Turn 0 plots squares
+//     with run_code; turn 1 expects the figure back as a PNG image block
+//     (a note on Chat) and answers "The chart is a WxH PNG; the sum is 45."
 //
 // A turn whose results are not what the script expects is answered with a
 // 400 whose message starts with "fakemodel:", so a test sees at once which
@@ -36,6 +42,8 @@ import (
 func Examples() Script {
 	return func(st State) Turn {
 		switch {
+		case slices.Contains(st.Tools, tooluse.RunCode):
+			return chartTurn(st)
 		case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunCommand):
 			return sieveTurn(st)
 		case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunPython):

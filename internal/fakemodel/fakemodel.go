@@ -90,6 +90,9 @@ type Result struct {
 	// IsError is the Anthropic is_error flag (always false for OpenAI,
 	// whose APIs have none).
 	IsError bool
+	// Images are the result's image blocks (Anthropic) or input_image
+	// items (Responses).
+	Images []Image
 }
 
 // Exec decodes the result as the JSON a Paddock run_* tool returns.

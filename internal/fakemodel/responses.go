@@ -229,7 +229,7 @@ func (s *Server) responsesState(req *respRequest) (st State, prev any, status in
 			}
 			answered[it.CallID] = true
 			text, _ := textOf(it.Output)
-			st.Results = append(st.Results, Result{CallID: it.CallID, Name: name, Content: text})
+			st.Results = append(st.Results, Result{CallID: it.CallID, Name: name, Content: text, Images: imagesOf(it.Output)})
 		}
 	}
 	for _, c := range order {

@@ -37,6 +37,14 @@ func main() {
 		"default": tooluse.Tools(tooluse.Options{}),
 		"custom":  tooluse.Tools(tooluse.Options{Timeout: 30 * time.Second, MaxFileBytes: 500, NetworkNote: "It may reach pypi.org.", Tools: []string{"read_file", "run_command"}}),
 		"format":  tooluse.FormatExec(&api.ExecResult{ExitCode: &code, Stdout: long, Stderr: "boom"}, 100),
+		"code":    tooluse.Tools(tooluse.Options{Tools: []string{"run_code"}}),
+		"format_code": tooluse.FormatCode(&api.CodeExecution{ExecutionCount: 3, Stdout: long, Stderr: "warn",
+			Results: []api.CodeResult{
+				{Data: map[string]string{"text/plain": "<Figure>", "image/png": "iVBORw0KGgo="}},
+				{Data: map[string]string{"text/plain": "<Figure>", "image/png": strings.Repeat("A", 2000)}},
+				{Data: map[string]string{"text/plain": "45"}, IsMainResult: true, Omitted: map[string]int64{"text/html": 9}},
+			},
+			Error: &api.CodeError{Name: "ValueError", Value: "bad", Traceback: long}}, 100, 1000),
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
 }
@@ -75,6 +83,20 @@ class Parity(unittest.TestCase):
         self.assertEqual(self.py(tooluse.tools()), self.go["default"])
         o = tooluse.Options(timeout=30, max_file_bytes=500, network_note="It may reach pypi.org.", tools=["read_file", "run_command"])
         self.assertEqual(self.py(tooluse.tools(o)), self.go["custom"])
+
+    def test_run_code(self) -> None:
+        self.assertEqual(self.py(tooluse.tools(tooluse.Options(tools=["run_code"]))), self.go["code"])
+        long = "x" * 300 + "END"
+        ex = paddock.CodeExecution(execution_count=3, stdout=long, stderr="warn", results=[
+            paddock.CodeResult(data={"text/plain": "<Figure>", "image/png": "iVBORw0KGgo="}),
+            paddock.CodeResult(data={"text/plain": "<Figure>", "image/png": "A" * 2000}),
+            paddock.CodeResult(data={"text/plain": "45"}, is_main_result=True, omitted={"text/html": 9}),
+        ], error=paddock.CodeError(name="ValueError", value="bad", traceback=long))
+        text, failed, images = tooluse.format_code(ex, 100, 1000)
+        g = self.go["format_code"]
+        self.assertEqual(json.loads(text), json.loads(g["Text"]))
+        self.assertEqual(failed, g["IsError"])
+        self.assertEqual([{"MediaType": i.media_type, "Data": i.data} for i in images], g["Images"])
 
     def test_format(self) -> None:
         r = tooluse.format_exec(paddock.ExecResult(exit_code=1, stdout="x" * 300 + "END", stderr="boom"), 100)

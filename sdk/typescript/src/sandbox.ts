@@ -1,5 +1,6 @@
 // Sandbox handles: exec, streams, files, background processes, lease, deletion.
 
+import { CodeContexts, type RunCodeOptions } from "./code.js";
 import { Files } from "./files.js";
 import { Process } from "./process.js";
 import { NotFoundError } from "./errors.js";
@@ -8,6 +9,7 @@ import { killPty, listPtys, openPty, type PtyOptions, type Terminal } from "./te
 import { events, toBase64, type ExecEvent } from "./stream.js";
 import type {
   ArgvCommand,
+  CodeExecution,
   ExecRequest,
   ExecRequestOptions,
   ExecResult,
@@ -108,12 +110,27 @@ export class Sandbox implements AsyncDisposable {
   #closing: Promise<void> | undefined;
   /** The sandbox's file system. */
   readonly files: Files;
+  /** The sandbox's code contexts (stateful interpreters); see runCode. */
+  readonly code: CodeContexts;
 
   /** @internal Use `paddock.create()` or `paddock.get()`. */
   constructor(t: Transport, info: SandboxInfo) {
     this.#t = t;
     this.#info = info;
     this.files = new Files(t, this);
+    this.code = new CodeContexts(t, this);
+  }
+
+  /**
+   * Runs a cell of code in a stateful interpreter (Python by default;
+   * `language: "javascript"` or `"bash"`), like a notebook: globals survive
+   * between calls. Resolves with the CodeExecution: output, `results` (MIME
+   * bundles — the last expression's value, matplotlib figures as
+   * `image/png`) and `error`. An exception or a timeout is a result.
+   * `onStdout`/`onStderr`/`onResult`/`onError` stream the cell as it runs.
+   */
+  runCode(code: string, opts: RunCodeOptions = {}): Promise<CodeExecution> {
+    return this.code.run(code, opts);
   }
 
   get id(): string {

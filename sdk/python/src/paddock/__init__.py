@@ -33,6 +33,7 @@ from .errors import (
     Unavailable,
     UnknownTemplate,
 )
+from ._code import CodeContext, CodeError, CodeEvent, CodeExecution, CodeResult
 from .sandbox import EventStream, Files, Process, Sandbox
 from .terminal import FileWatch, Terminal
 from .types import (
@@ -78,6 +79,11 @@ __all__ = [
     "WatchEvent",
     "Event",
     "ExecResult",
+    "CodeContext",
+    "CodeError",
+    "CodeEvent",
+    "CodeExecution",
+    "CodeResult",
     "FileEntry",
     "Health",
     "ProcessInfo",

@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 
 from . import _bodies, _check
 from ._ahttp import AsyncTransport
+from ._code import AsyncCodeMixin
 from ._aio_objects import AsyncEventStream, AsyncFiles, AsyncProcess
 from ._aio_terminal import AsyncFileWatch, AsyncTerminal, AsyncTerminalMixin
 from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, Stdin, _exec_body, with_path
@@ -223,7 +224,7 @@ class AsyncClient:
             resp.close()
 
 
-class AsyncSandbox(AsyncTerminalMixin):
+class AsyncSandbox(AsyncTerminalMixin, AsyncCodeMixin):
     """A sandbox for asyncio programs (see :class:`paddock.Sandbox`);
     ``async with`` deletes it at the end."""
 

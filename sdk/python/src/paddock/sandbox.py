@@ -8,6 +8,7 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from . import _bodies, _check
+from ._code import CodeMixin
 from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, EventStream, Stdin, _exec_body, with_path
 from ._http import NDJSON, path_of
 from .client import Client, Seconds
@@ -20,7 +21,7 @@ from .types import ExecResult, Metrics, NetworkLike, Port, ProcessInfo, Resource
 __all__ = ["Sandbox", "Files", "Process", "EventStream", "Command", "Stdin", "HTTP_MARGIN", "DEFAULT_EXEC_TIMEOUT", "CLOSE_TIMEOUT"]
 
 
-class Sandbox(TerminalMixin):
+class Sandbox(TerminalMixin, CodeMixin):
     """A sandbox: an isolated Linux machine to run untrusted code in.
 
     Create one with :meth:`Sandbox.create` (best in a ``with`` block, which

@@ -1,11 +1,14 @@
 // The canonical tool definitions (as Go's tooluse) and their shapes for each model API.
 
+import { DEFAULT_IMAGE_BUDGET, RUN_CODE, RUN_CODE_SCHEMA, RUN_CODE_TEXT } from "./code.js";
+
 /** The tool names. */
 export const RUN_PYTHON = "run_python";
 export const RUN_COMMAND = "run_command";
 export const WRITE_FILE = "write_file";
 export const READ_FILE = "read_file";
-export type ToolName = typeof RUN_PYTHON | typeof RUN_COMMAND | typeof WRITE_FILE | typeof READ_FILE;
+export { RUN_CODE };
+export type ToolName = typeof RUN_PYTHON | typeof RUN_COMMAND | typeof WRITE_FILE | typeof READ_FILE | typeof RUN_CODE;
 
 /** A JSON Schema object with every property required and no others (valid as `strict: true`). */
 export interface ObjectSchema {
@@ -32,14 +35,18 @@ export interface ToolOptions {
   maxFileBytes?: number;
   /** Tells the model about the sandbox's network (default "It has no internet access."). */
   networkNote?: string;
-  /** Which tools, in order (default all four). */
+  /** Which tools, in order (default run_python, run_command, write_file, read_file; add run_code for the stateful code tool). */
   tools?: ToolName[];
+  /** The base64 bytes of images one run_code result carries (default 2 MiB). */
+  imageBudget?: number;
 }
 
 /** ToolOptions with the defaults filled in. */
 export type ResolvedToolOptions = Required<ToolOptions>;
 
 const ALL: ToolName[] = [RUN_PYTHON, RUN_COMMAND, WRITE_FILE, READ_FILE];
+/** Every tool, run_code included. */
+export const KNOWN_TOOLS: ToolName[] = [...ALL, RUN_CODE];
 
 export function withDefaults(o: ToolOptions = {}): ResolvedToolOptions {
   const num = (name: string, v: number | undefined, def: number): number => {
@@ -48,13 +55,14 @@ export function withDefaults(o: ToolOptions = {}): ResolvedToolOptions {
     return v;
   };
   const tools = o.tools && o.tools.length > 0 ? o.tools : ALL;
-  for (const t of tools) if (!ALL.includes(t)) throw new RangeError(`tools: unknown tool ${JSON.stringify(t)} (known: ${ALL.join(", ")})`);
+  for (const t of tools) if (!KNOWN_TOOLS.includes(t)) throw new RangeError(`tools: unknown tool ${JSON.stringify(t)} (known: ${KNOWN_TOOLS.join(", ")})`);
   return {
     timeoutMs: num("timeoutMs", o.timeoutMs, 60_000),
     outputBudget: num("outputBudget", o.outputBudget, 20_000),
     maxFileBytes: num("maxFileBytes", o.maxFileBytes, 100_000),
     networkNote: o.networkNote || "It has no internet access.",
     tools,
+    imageBudget: num("imageBudget", o.imageBudget, DEFAULT_IMAGE_BUDGET),
   };
 }
 
@@ -94,6 +102,7 @@ export function tools(opts: ToolOptions = {}): Tool[] {
       description: "Write a text file in the sandbox, creating parent directories. Relative paths are relative to /workspace. " + env,
       inputSchema: object({ path, content: "The full file content." }),
     },
+    run_code: { name: RUN_CODE, description: RUN_CODE_TEXT + env, inputSchema: RUN_CODE_SCHEMA as unknown as ObjectSchema },
     read_file: {
       name: READ_FILE,
       description: `Read a text file from the sandbox (at most ${o.maxFileBytes} bytes). Relative paths are relative to /workspace.`,

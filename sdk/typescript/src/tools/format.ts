@@ -8,6 +8,14 @@ export interface ToolResult {
   text: string;
   /** The call failed: a non-zero exit, a signal, a timeout, or bad input. */
   isError: boolean;
+  /** Images the call produced (run_code figures), for the APIs that show them. */
+  images?: ToolImage[];
+}
+
+/** An image of a tool result: its media type and base64 data. */
+export interface ToolImage {
+  mediaType: string;
+  data: string;
 }
 
 /** Keeps the head and tail of s within budget characters, marking the cut. */

@@ -2,6 +2,7 @@
 // the OpenAI Responses API. Each takes the caller's own official client
 // object, duck-typed: this SDK depends on none of the model SDKs.
 
+import { imageNote } from "./code.js";
 import { anthropicTools, openaiChatTools, openaiResponsesTools } from "./definitions.js";
 import type { ToolResult } from "./format.js";
 import type { Executor } from "./session.js";
@@ -65,7 +66,11 @@ export async function anthropicToolResults(exec: Executor, msg: { content: Obj[]
   for (const b of msg.content ?? []) {
     if (b.type !== "tool_use") continue;
     const res = await call(exec, b.name as string, b.input, o);
-    blocks.push({ type: "tool_result", tool_use_id: b.id, content: res.text, is_error: res.isError });
+    // run_code figures go back as image blocks inside the tool_result.
+    const content = res.images?.length
+      ? [{ type: "text", text: res.text }, ...res.images.map((i) => ({ type: "image", source: { type: "base64", media_type: i.mediaType, data: i.data } }))]
+      : res.text;
+    blocks.push({ type: "tool_result", tool_use_id: b.id, content, is_error: res.isError });
   }
   return blocks.length ? { role: "user" as const, content: blocks } : undefined;
 }
@@ -121,7 +126,7 @@ export async function runOpenAIChat(client: OpenAIChatLike, params: Obj & { mess
         const fn = tc.function as Obj | undefined;
         const text =
           tc.type === "function" && fn
-            ? (await call(exec, fn.name as string, fn.arguments, o)).text
+            ? imageNote(await call(exec, fn.name as string, fn.arguments, o)) // chat tool messages are text only
             : `error: tool ${JSON.stringify((tc.custom as Obj | undefined)?.name)} is not a function tool`;
         messages.push({ role: "tool", tool_call_id: tc.id, content: text });
       }
@@ -154,7 +159,10 @@ export async function runOpenAIResponses(client: OpenAIResponsesLike, params: Ob
       for (const item of (last.output ?? []) as Obj[]) {
         if (item.type !== "function_call") continue;
         const res = await call(exec, item.name as string, item.arguments, o);
-        outputs.push({ type: "function_call_output", call_id: item.call_id, output: res.text });
+        const output = res.images?.length
+          ? [{ type: "input_text", text: res.text }, ...res.images.map((i) => ({ type: "input_image", image_url: `data:${i.mediaType};base64,${i.data}` }))]
+          : res.text;
+        outputs.push({ type: "function_call_output", call_id: item.call_id, output });
       }
       if (outputs.length === 0) return last;
       next = { ...params, tools, input: outputs, previous_response_id: last.id };

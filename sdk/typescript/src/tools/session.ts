@@ -4,6 +4,7 @@ import type { Paddock } from "../client.js";
 import type { CreateParams } from "../create.js";
 import type { Sandbox } from "../sandbox.js";
 import { READ_FILE, RUN_COMMAND, RUN_PYTHON, WRITE_FILE, tools, withDefaults, type ResolvedToolOptions, type Tool, type ToolOptions } from "./definitions.js";
+import { RUN_CODE, formatCode } from "./code.js";
 import { errorResult, formatExec, type ToolResult } from "./format.js";
 
 /** Runs tool calls; what the loops and integrations take. */
@@ -88,7 +89,7 @@ export class ToolSession implements Executor, AsyncDisposable {
       return errorResult(`sandbox unavailable: ${message(err)}`);
     }
     try {
-      return await this.#run(sbx, name, need, opts.signal);
+      return await this.#run(sbx, name, need, opts.signal, args);
     } catch (err) {
       return errorResult(message(err));
     } finally {
@@ -96,7 +97,7 @@ export class ToolSession implements Executor, AsyncDisposable {
     }
   }
 
-  async #run(sbx: Sandbox, name: string, need: (f: string) => string, signal?: AbortSignal): Promise<ToolResult> {
+  async #run(sbx: Sandbox, name: string, need: (f: string) => string, signal?: AbortSignal, args: Record<string, unknown> = {}): Promise<ToolResult> {
     const o = this.#opts;
     const exec = async (cmd: { argv: string[] } | { command: string }): Promise<ToolResult> => {
       const res = await sbx
@@ -115,6 +116,12 @@ export class ToolSession implements Executor, AsyncDisposable {
       }
       case RUN_COMMAND:
         return exec({ command: need("command") });
+      case RUN_CODE: {
+        const language = args.language;
+        if (language !== undefined && typeof language !== "string") return errorResult(`${name}: field "language" must be a string`);
+        const res = await sbx.runCode(need("code"), { language: language as "python", timeoutMs: o.timeoutMs, signal });
+        return formatCode(res, o.outputBudget, o.imageBudget);
+      }
       case WRITE_FILE: {
         const path = need("path");
         const content = need("content");

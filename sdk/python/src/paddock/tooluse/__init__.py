@@ -13,6 +13,10 @@
   ``strict: true`` where the schema allows it.
 * :class:`Session`: the executor; one sandbox per conversation (created on
   the first call) or, with ``per_call=True``, a fresh one per call.
+* ``run_code`` (opt in with ``tools=[..., "run_code"]``): cells in the
+  sandbox's stateful interpreters; figures go back as images (Anthropic
+  image blocks, Responses ``input_image``; a note on Chat), see
+  :func:`format_code`.
 * :func:`format_exec`: an :class:`~paddock.ExecResult` as the JSON the model
   reads, head and tail kept within a budget, and ``is_error``.
 * :func:`run_anthropic`, :func:`run_openai_chat`, :func:`run_openai_responses`:
@@ -22,7 +26,9 @@
 
 from __future__ import annotations
 
+from .code import DEFAULT_IMAGE_BUDGET, RUN_CODE, Image, format_code, image_note
 from .definitions import (
+    KNOWN_TOOLS,
     READ_FILE,
     RUN_COMMAND,
     RUN_PYTHON,
@@ -39,6 +45,12 @@ from .loops import MaxTurnsExceeded, run_anthropic, run_openai_chat, run_openai_
 from .session import Result, Session, format_exec, truncate_middle
 
 __all__ = [
+    "RUN_CODE",
+    "KNOWN_TOOLS",
+    "DEFAULT_IMAGE_BUDGET",
+    "Image",
+    "format_code",
+    "image_note",
     "RUN_PYTHON",
     "RUN_COMMAND",
     "WRITE_FILE",

@@ -7,12 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import _check
+from .code import run_code_schema, run_code_tool_text
 
 RUN_PYTHON = "run_python"
 RUN_COMMAND = "run_command"
 WRITE_FILE = "write_file"
 READ_FILE = "read_file"
+RUN_CODE = "run_code"
 ALL_TOOLS = (RUN_PYTHON, RUN_COMMAND, WRITE_FILE, READ_FILE)
+#: Every tool, run_code (the stateful code tool, not offered by default) included.
+KNOWN_TOOLS = ALL_TOOLS + (RUN_CODE,)
 
 #: The default command timeout of a tool call, in seconds (the daemon's exec default).
 DEFAULT_TIMEOUT = 60.0
@@ -27,7 +31,9 @@ class Options:
     tail); ``max_file_bytes``: the largest file ``read_file`` returns
     (default 100000); ``network_note``: what the descriptions say about the
     network (default "It has no internet access."); ``tools``: which tools
-    to offer (default all four).
+    to offer (default the four of ``ALL_TOOLS``; add ``run_code`` for the
+    stateful code tool); ``image_budget``: the base64 bytes of images one
+    run_code result carries (default 2 MiB).
     """
 
     timeout: float = DEFAULT_TIMEOUT
@@ -35,16 +41,18 @@ class Options:
     max_file_bytes: int = 100000
     network_note: str = "It has no internet access."
     tools: Sequence[str] = field(default_factory=lambda: list(ALL_TOOLS))
+    image_budget: int = 2 << 20
 
     def __post_init__(self) -> None:
         self.timeout = _check.number("timeout", self.timeout, minimum=0.001)  # type: ignore[assignment]
         _check.integer("output_budget", self.output_budget, minimum=1)
         _check.integer("max_file_bytes", self.max_file_bytes, minimum=1)
+        _check.integer("image_budget", self.image_budget, minimum=1)
         _check.string("network_note", self.network_note, required=False)
         names = _check.str_list("tools", self.tools) or []
         for n in names:
-            if n not in ALL_TOOLS:
-                raise ValueError(f"tools: unknown tool {n!r} (known: {', '.join(ALL_TOOLS)})")
+            if n not in KNOWN_TOOLS:
+                raise ValueError(f"tools: unknown tool {n!r} (known: {', '.join(KNOWN_TOOLS)})")
         if not names:
             raise ValueError("tools must name at least one tool")
         self.tools = names
@@ -98,6 +106,7 @@ def tools(options: Optional[Options] = None) -> List[Tool]:
             "Write a text file in the sandbox, creating parent directories. Relative paths are relative to /workspace. " + env,
             _object({"path": dict(path), "content": {"type": "string", "description": "The full file content."}}, "path", "content"),
         ),
+        RUN_CODE: Tool(RUN_CODE, run_code_tool_text() + env, run_code_schema()),
         READ_FILE: Tool(
             READ_FILE,
             f"Read a text file from the sandbox (at most {o.max_file_bytes} bytes). Relative paths are relative to /workspace.",

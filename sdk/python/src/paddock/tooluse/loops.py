@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .code import image_note
 from .definitions import anthropic_tools, openai_chat_tools, openai_response_tools
 from .session import Result
 
@@ -94,7 +95,11 @@ def run_anthropic(
                     continue
                 res = _call(session, _get(b, "name"), _plain(_get(b, "input")), on_tool_call)
                 block: Dict[str, Any] = {"type": "tool_result", "tool_use_id": _get(b, "id"), "is_error": res.is_error}
-                if res.text:
+                if res.images:  # run_code figures: image blocks in the tool_result
+                    block["content"] = [{"type": "text", "text": res.text}] + [
+                        {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}} for i in res.images
+                    ]
+                elif res.text:
                     block["content"] = res.text
                 blocks.append(block)
             conv.append({"role": "user", "content": blocks})
@@ -134,7 +139,8 @@ def run_openai_chat(
                 if _get(tc, "type", "function") != "function" or fn is None:
                     text = "error: not a function tool call"
                 else:
-                    text = _call(session, _get(fn, "name"), _get(fn, "arguments") or "{}", on_tool_call).text
+                    r = _call(session, _get(fn, "name"), _get(fn, "arguments") or "{}", on_tool_call)
+                    text = image_note(r.text, r.images)  # chat tool messages are text only
                 conv.append({"role": "tool", "tool_call_id": _get(tc, "id"), "content": text})
         raise MaxTurnsExceeded(f"the model still called tools after {turns} turns", last, conv)
     finally:
@@ -167,7 +173,7 @@ def run_openai_responses(
             params["previous_response_id"] = _get(resp, "id")
             params["input"] = [
                 {"type": "function_call_output", "call_id": _get(c, "call_id"),
-                 "output": _call(session, _get(c, "name"), _get(c, "arguments") or "{}", on_tool_call).text}
+                 "output": _output(_call(session, _get(c, "name"), _get(c, "arguments") or "{}", on_tool_call))}
                 for c in calls
             ]
         raise MaxTurnsExceeded(f"the model still called functions after {turns} turns", last)
@@ -176,3 +182,13 @@ def run_openai_responses(
             session.close()
 
 
+
+
+def _output(res: Any) -> Any:
+    """A function_call_output's output: the text, or with images (run_code
+    figures) input_text and input_image items."""
+    if not getattr(res, "images", None):
+        return res.text
+    return [{"type": "input_text", "text": res.text}] + [
+        {"type": "input_image", "image_url": f"data:{i.media_type};base64,{i.data}"} for i in res.images
+    ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ..client import Client
 from ..errors import PaddockError
 from ..types import ExecResult
+from .code import RUN_CODE, Image, format_code
 from .definitions import READ_FILE, RUN_COMMAND, RUN_PYTHON, WRITE_FILE, Options, Tool, tools
 
 __all__ = ["Result", "Session", "format_exec", "truncate_middle"]
@@ -21,6 +22,8 @@ class Result:
 
     text: str
     is_error: bool = False
+    #: Images the call produced (run_code figures), for APIs that show them.
+    images: List[Image] = field(default_factory=list)
 
 
 def _err(msg: str) -> Result:
@@ -102,6 +105,7 @@ class Session:
                 max_file_bytes=o.max_file_bytes,
                 network_note=o.network_note,
                 tools=o.tools if tools is None else tools,
+                image_budget=o.image_budget,
             )
         self.client = client or Client()
         self.options = o
@@ -152,13 +156,17 @@ class Session:
             return _err("invalid tool input: not a JSON object")
         if name not in self.options.tools:
             return _err(f"unknown tool {name!r}")
-        need = {RUN_PYTHON: ("code",), RUN_COMMAND: ("command",), WRITE_FILE: ("path", "content"), READ_FILE: ("path",)}[name]
+        need = {RUN_PYTHON: ("code",), RUN_CODE: ("code",), RUN_COMMAND: ("command",), WRITE_FILE: ("path", "content"), READ_FILE: ("path",)}[name]
         args: Dict[str, str] = {}
         for f in need:
             v = tool_input.get(f)
             if not isinstance(v, str):
                 return _err(f"{name}: missing required field {f!r}" if v is None else f"{name}: field {f!r} must be a string")
             args[f] = v
+        if name == RUN_CODE and tool_input.get("language") is not None:
+            if not isinstance(tool_input.get("language"), str):
+                return _err(f"{name}: field 'language' must be a string")
+            args["language"] = tool_input["language"]
         try:
             if self.per_call:
                 with self.client.create(**self.create) as sbx:
@@ -178,6 +186,10 @@ class Session:
                 return self._exec(sbx, ["python3", path])
             if name == RUN_COMMAND:
                 return self._exec(sbx, a["command"])
+            if name == RUN_CODE:
+                res = sbx.run_code(a["code"], language=a.get("language"), timeout=o.timeout)
+                text, failed, images = format_code(res, o.output_budget, o.image_budget)
+                return Result(text, failed, images)
             if name == WRITE_FILE:
                 e = sbx.files.write(a["path"], a["content"])
                 return Result(f"wrote {len(a['content'].encode('utf-8'))} bytes to {e.path}")

@@ -58,6 +58,7 @@ type Config struct {
 	TemplateCacheBytes int64         `json:"template_cache_bytes,omitempty"`
 	TemplateImportDirs []string      `json:"template_import_dirs,omitempty"`
 	Network            NetworkConfig `json:"network,omitempty"`
+	E2B                E2BConfig     `json:"e2b,omitempty"`
 }
 
 func serve(args []string) error {
@@ -75,6 +76,7 @@ func serve(args []string) error {
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
 	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
+	applyE2B := e2bFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
 		fs.PrintDefaults()
@@ -122,6 +124,7 @@ func serve(args []string) error {
 	cfg.DefaultTimeout = pickInt("default-timeout", *defTimeout, cfg.DefaultTimeout)
 	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
 	cfg.CgroupParent = pick("cgroup-parent", *cgroupParent, cfg.CgroupParent)
+	applyE2B(&cfg.E2B, set)
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -219,6 +222,11 @@ func run(cfg Config) error {
 	if err := mgr.Recover(ctx); err != nil {
 		return err
 	}
+	stopE2B, err := serveE2B(ctx, cfg, mgr, keys, portKey, log)
+	if err != nil {
+		return err
+	}
+	defer stopE2B()
 	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
 		PortKey: portKey, Templates: templates}, keys, b.Templates(), log)
 }

@@ -34,11 +34,7 @@ func (s *Server) validSignature(r *http.Request, id string) bool {
 	if r.Method == http.MethodPost {
 		op = "write"
 	}
-	user := "undefined" // what the JS SDK signs when no user is given
-	if q.Has("username") {
-		user = q.Get("username")
-	}
-	raw := fmt.Sprintf("%s:%s:%s:%s", q.Get("path"), op, user, s.accessToken(id))
+	raw := fmt.Sprintf("%s:%s:%s:%s", q.Get("path"), op, q.Get("username"), s.accessToken(id))
 	if exp := q.Get("signature_expiration"); exp != "" {
 		n, err := strconv.ParseInt(exp, 10, 64)
 		if err != nil || time.Now().Unix() > n {
@@ -113,7 +109,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, rec *store.Recor
 			}
 			p := target
 			if p == "" {
-				p = part.FileName()
+				// The part's file name is the path (Part.FileName would
+				// keep only its last element).
+				_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+				p = dp["filename"]
 			}
 			e, err := s.writeOne(r, rec.ID, p, part, -1)
 			if err != nil {

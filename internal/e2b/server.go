@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -175,7 +176,10 @@ func equalToken(got, want string) bool {
 }
 
 // owner authenticates a control-plane request: X-API-KEY (what the SDKs
-// send) or Authorization: Bearer, both Paddock API keys.
+// send) or Authorization: Bearer, both Paddock API keys. A key may also
+// be given in E2B's own shape, "e2b_" + the hex of the Paddock key's
+// bytes, which passes the key-format check some SDK versions make
+// (prefix followed by hex) without changing their configuration.
 func (s *Server) owner(r *http.Request) (string, bool) {
 	secret := strings.TrimSpace(r.Header.Get("X-API-KEY"))
 	if secret == "" {
@@ -184,6 +188,11 @@ func (s *Server) owner(r *http.Request) (string, bool) {
 	}
 	if secret == "" {
 		return "", false
+	}
+	if h, ok := strings.CutPrefix(secret, "e2b_"); ok && len(h) <= 512 {
+		if raw, err := hex.DecodeString(h); err == nil {
+			secret = string(raw)
+		}
 	}
 	rec, ok := s.keys.Lookup(secret)
 	return rec.ID, ok

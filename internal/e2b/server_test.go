@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -141,6 +142,7 @@ func TestControlPlane(t *testing.T) {
 	}{
 		{"no key", "GET", "/v2/sandboxes", nil, nil, 401},
 		{"wrong key", "GET", "/v2/sandboxes", map[string]string{"X-API-KEY": "e2b_nope"}, nil, 401},
+		{"hex key", "GET", "/v2/sandboxes", map[string]string{"X-API-KEY": "e2b_" + hex.EncodeToString([]byte(ts.key))}, nil, 200},
 		{"bearer key", "GET", "/v2/sandboxes", map[string]string{"Authorization": "Bearer " + ts.key}, nil, 200},
 		{"get", "GET", "/sandboxes/" + sb.SandboxID, key, nil, 200},
 		{"get unknown", "GET", "/sandboxes/sbunknown", key, nil, 404},

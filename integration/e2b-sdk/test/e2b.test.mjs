@@ -221,6 +221,12 @@ describe("errors", () => {
     await assert.rejects(Sandbox.getInfo("sbdoesnotexist"), SandboxNotFoundError);
   });
 
+  test("the key in E2B's shape (e2b_ + hex) works too", async () => {
+    const apiKey = "e2b_" + Buffer.from(process.env.E2B_API_KEY).toString("hex");
+    const page = await Sandbox.list({ apiKey, query: { metadata: { suite: "e2b-compat" } } }).nextItems();
+    assert.deepEqual(page.map((s) => s.sandboxId), [sbx.sandboxId]);
+  });
+
   test("wrong API key: AuthenticationError", async () => {
     await assert.rejects(Sandbox.create({ apiKey: "e2b_wrong" }), AuthenticationError);
     await assert.rejects(Sandbox.list({ apiKey: "e2b_wrong" }).nextItems(), AuthenticationError);

@@ -83,7 +83,8 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request, rec *store
 		return
 	}
 	ereq := &api.ExecRequest{Argv: append([]string{req.Process.Cmd}, req.Process.Args...), Env: req.Process.Envs,
-		TimeoutSeconds: api.MaxExecTimeoutSeconds, KeepStdinOpen: req.Stdin != nil && *req.Stdin}
+		TimeoutSeconds: api.MaxExecTimeoutSeconds, KeepStdinOpen: req.Stdin != nil && *req.Stdin,
+		MaxOutputBytes: api.MaxOutputBytes} // E2B streams all output: take the largest cap
 	if req.Process.Cwd != nil {
 		ereq.Cwd = *req.Process.Cwd
 	}

@@ -10,6 +10,12 @@ command -v crun >/dev/null 2>&1 || need="$need crun"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v npm >/dev/null 2>&1 || need="$need nodejs npm"
+# The code interpreter's data stack: sandboxes of the base template see the
+# host's /usr, so these Debian packages give them numpy, pandas and
+# matplotlib with no download at run time.
+for p in python3-numpy python3-pandas python3-matplotlib; do
+	dpkg -s $p >/dev/null 2>&1 || need="$need $p"
+done
 if [ -n "$need" ]; then
 	echo "installing:$need" >&2
 	export DEBIAN_FRONTEND=noninteractive

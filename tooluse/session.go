@@ -19,6 +19,9 @@ import (
 type Result struct {
 	Text    string
 	IsError bool
+	// Images are the images the call produced (run_code figures), within
+	// Options.ImageBudget.
+	Images []Image
 }
 
 // ExecOutput is the JSON the run_* tools return to the model.
@@ -145,6 +148,9 @@ func (s *Session) Call(ctx context.Context, name string, input json.RawMessage) 
 		return errResult("sandbox unavailable: %v", err)
 	}
 	defer release()
+	if name == RunCode {
+		return s.runCode(ctx, sb, input)
+	}
 	switch name {
 	case RunPython:
 		code, err := need(args.Code, "code")

@@ -1,6 +1,7 @@
 // Package tooluse turns a Paddock sandbox into tools a model can call:
 // canonical tool definitions (run_python, run_command, write_file,
-// read_file) and a Session that executes calls against one sandbox per
+// read_file, and run_code, the stateful code tool whose figures come back
+// as images) and a Session that executes calls against one sandbox per
 // conversation (created lazily, deleted by Close) or one per call.
 //
 // The adapters in tooluse/anthropic, tooluse/openai and tooluse/mcp map
@@ -49,8 +50,12 @@ type Options struct {
 	// NetworkNote describes network access in the tool descriptions
 	// (default: no internet access).
 	NetworkNote string
-	// Tools selects which tools to offer (default all four).
+	// Tools selects which tools to offer (default run_python, run_command,
+	// write_file and read_file; add RunCode for the stateful code tool).
 	Tools []string
+	// ImageBudget bounds the base64 bytes of the images of one run_code
+	// result (default DefaultImageBudget).
+	ImageBudget int
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.NetworkNote == "" {
 		o.NetworkNote = "It has no internet access."
+	}
+	if o.ImageBudget <= 0 {
+		o.ImageBudget = DefaultImageBudget
 	}
 	if len(o.Tools) == 0 {
 		o.Tools = []string{RunPython, RunCommand, WriteFile, ReadFile}
@@ -103,6 +111,7 @@ func Tools(opts Options) []Tool {
 				"content": map[string]any{"type": "string", "description": "The full file content."},
 			}, "path", "content"),
 		},
+		RunCode: runCodeTool(env),
 		ReadFile: {
 			Name:        ReadFile,
 			Description: fmt.Sprintf("Read a text file from the sandbox (at most %d bytes). Relative paths are relative to /workspace.", o.MaxFileBytes),

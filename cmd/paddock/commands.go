@@ -112,6 +112,7 @@ With --shell the command is one string run by bash -lc (or sh -c).
   tar c src | paddock exec --stdin sb_123 -- tar x -C /workspace`,
 			run: (*cli).cmdExec,
 		},
+		codeCommand(),
 		{
 			name: "cp", args: "SRC DST",
 			summary: "Copy a file into or out of a sandbox",

@@ -50,7 +50,7 @@ func (c *cli) cmdMCP(ctx context.Context, args []string) error {
 		return usagef("mcp", "--meta %v", err)
 	}
 	srv := mcp.New(c.client(), mcp.Options{
-		Tools: tooluse.Options{Timeout: time.Duration(float64(execTimeout) * float64(time.Second))},
+		Tools: tooluse.Options{Timeout: time.Duration(float64(execTimeout) * float64(time.Second)), Tools: tooluse.AllToolNames()},
 		Sandbox: &api.CreateSandboxRequest{
 			Template:       *template,
 			TimeoutSeconds: lease.whole(),

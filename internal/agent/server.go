@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/kernel"
 )
 
 // Defaults and limits of the agent.
@@ -75,6 +76,7 @@ type Server struct {
 	procs  *procTable
 	reaper *reaper // nil unless Config.Reaper
 	env    envStore
+	code   *kernel.Manager // code contexts
 }
 
 // NewServer returns a server for cfg. With cfg.Reaper it starts reaping
@@ -85,6 +87,7 @@ func NewServer(cfg Config, log *slog.Logger) *Server {
 	}
 	s := &Server{cfg: cfg.withDefaults(), log: log}
 	s.procs = newProcTable(s.cfg.MaxProcesses)
+	s.code = s.newKernels()
 	if s.cfg.Reaper {
 		s.reaper = startReaper(log)
 	}
@@ -114,6 +117,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /files/stat", s.handle(s.handleStatFile))
 	mux.Handle("POST /files/mkdir", s.handle(s.handleMkdir))
 	mux.Handle("GET /ports", s.handle(s.handlePorts))
+	s.codeRoutes(mux)
 	mux.HandleFunc("GET /connect", s.handleConnect) // hijacks: not wrapped
 	mux.Handle("/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Code: api.CodeNotFound, Msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
@@ -147,6 +151,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Close()
 		<-errc
 	}
+	s.code.Close()
 	s.killAll(5 * time.Second)
 	if s.reaper != nil {
 		s.reaper.stop()

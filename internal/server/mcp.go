@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/client"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/tooluse"
 	"github.com/paddock-sandbox/paddock/tooluse/mcp"
 )
 
@@ -73,6 +74,7 @@ func (s *Server) mcpHandler() http.Handler {
 	hc := &http.Client{}
 	s.mcp = mcp.New(nil, mcp.Options{
 		MaxSessions: cfg.MaxSessions,
+		Tools:       tooluse.Options{Tools: tooluse.AllToolNames()}, // with run_code
 		Version:     s.cfg.Version,
 		Logger:      s.log,
 		Client: func(ctx context.Context, extra *sdk.RequestExtra) (*client.Client, error) {

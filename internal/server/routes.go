@@ -91,6 +91,14 @@ func routeTable() []route {
 		keyed("POST /v1/sandboxes/{id}/processes/{process}/stdin", (*Server).processStdin),
 		keyed("POST /v1/sandboxes/{id}/processes/{process}/kill", (*Server).killProcess),
 
+		keyed("POST /v1/sandboxes/{id}/code", (*Server).runCode),
+		keyed("POST /v1/sandboxes/{id}/code/contexts", (*Server).createCodeContext),
+		keyed("GET /v1/sandboxes/{id}/code/contexts", (*Server).listCodeContexts),
+		keyed("GET /v1/sandboxes/{id}/code/contexts/{ctx}", getCodeContext),
+		keyed("DELETE /v1/sandboxes/{id}/code/contexts/{ctx}", (*Server).deleteCodeContext),
+		keyed("POST /v1/sandboxes/{id}/code/contexts/{ctx}/restart", restartCodeContext),
+		keyed("POST /v1/sandboxes/{id}/code/contexts/{ctx}/interrupt", interruptCodeContext),
+
 		keyed("PUT /v1/sandboxes/{id}/files", (*Server).putFile),
 		keyed("GET /v1/sandboxes/{id}/files", (*Server).getFile),
 		keyed("DELETE /v1/sandboxes/{id}/files", (*Server).deleteFile),

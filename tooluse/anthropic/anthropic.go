@@ -144,7 +144,21 @@ func ResultBlock(id string, res tooluse.Result) anthropic.ContentBlockParamUnion
 			ToolUseID: id, IsError: anthropic.Bool(res.IsError),
 		}}
 	}
-	return anthropic.NewToolResultBlock(id, res.Text, res.IsError)
+	if len(res.Images) == 0 {
+		return anthropic.NewToolResultBlock(id, res.Text, res.IsError)
+	}
+	// Figures of run_code go back as image blocks inside the tool_result.
+	content := []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: res.Text}}}
+	for _, img := range res.Images {
+		content = append(content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
+			Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+				MediaType: anthropic.Base64ImageSourceMediaType(img.MediaType), Data: img.Data,
+			}},
+		}})
+	}
+	return anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
+		ToolUseID: id, IsError: anthropic.Bool(res.IsError), Content: content,
+	}}
 }
 
 // Run drives the conversation params.Messages: it calls the Messages API,

@@ -24,6 +24,7 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -240,6 +241,11 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 			out.Content = append(out.Content, &sdk.TextContent{Text: note})
 		}
 		out.Content = append(out.Content, &sdk.TextContent{Text: res.Text})
+		for _, img := range res.Images { // run_code figures
+			if data, err := base64.StdEncoding.DecodeString(img.Data); err == nil {
+				out.Content = append(out.Content, &sdk.ImageContent{MIMEType: img.MediaType, Data: data})
+			}
+		}
 		return out, nil
 	}
 }

@@ -44,7 +44,8 @@ func chatToolMessages(ctx context.Context, exec Executor, msg openai.ChatComplet
 	for _, tc := range msg.ToolCalls {
 		text := fmt.Sprintf("error: tool %q is not a function tool", tc.Custom.Name)
 		if tc.Type == "function" {
-			text = call(ctx, exec, tc.Function.Name, tc.Function.Arguments, hook).Text
+			// Chat tool messages are text only: images become a note.
+			text = tooluse.ImageNote(call(ctx, exec, tc.Function.Name, tc.Function.Arguments, hook))
 		}
 		out = append(out, openai.ToolMessage(text, tc.ID))
 	}

@@ -47,7 +47,7 @@ func functionCallOutputs(ctx context.Context, exec Executor, resp *responses.Res
 		out = append(out, responses.ResponseInputItemUnionParam{
 			OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
 				CallID: openai.String(fc.CallID),
-				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(res.Text)},
+				Output: callOutput(res),
 			},
 		})
 	}
@@ -106,4 +106,21 @@ func hasFunctionCall(resp *responses.Response) bool {
 		}
 	}
 	return false
+}
+
+// callOutput is a function_call_output's output: the text, or with images
+// (run_code figures) a list of input_text and input_image items.
+func callOutput(res tooluse.Result) responses.ResponseInputItemFunctionCallOutputOutputUnionParam {
+	if len(res.Images) == 0 {
+		return responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(res.Text)}
+	}
+	items := responses.ResponseFunctionCallOutputItemListParam{
+		{OfInputText: &responses.ResponseInputTextContentParam{Text: res.Text}},
+	}
+	for _, img := range res.Images {
+		items = append(items, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
+			ImageURL: openai.String("data:" + img.MediaType + ";base64," + img.Data),
+		}})
+	}
+	return responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfResponseFunctionCallOutputItemArray: items}
 }

@@ -638,3 +638,131 @@ export interface SnapshotRequest {
   /** The new template's `name[:tag]`. */
   name: string;
 }
+
+/** The values of `CodeRequest.language`. */
+export type CodeLanguage = "python" | "javascript" | "bash";
+
+/** The body of `POST /v1/sandboxes/{id}/code`. */
+export interface CodeRequest {
+  /** The cell to run (at most 1 MiB). */
+  code: string;
+  /**
+   * The interpreter, when `context_id` is absent (default `python`); with
+   * `context_id` it must be absent or the context's language. `js` is accepted
+   * for `javascript`, `sh` for `bash`.
+   */
+  language?: string;
+  /** The context to run in; absent means the sandbox's default context of `language`. */
+  context_id?: string;
+  /** Bounds the cell, in seconds (0 or absent means 60). */
+  timeout_seconds?: number;
+  /**
+   * Environment variables exported into the context before the cell runs; like
+   * variables the code sets itself, they stay for later cells.
+   */
+  env?: Record<string, string>;
+}
+
+/** The body of `POST /v1/sandboxes/{id}/code/contexts`. */
+export interface CodeContextRequest {
+  /** `python` (default), `javascript` or `bash`. */
+  language?: string;
+  /** The interpreter's working directory (default /workspace). */
+  cwd?: string;
+  /** Extra environment variables of the interpreter. */
+  env?: Record<string, string>;
+}
+
+/** A code context, a long-lived interpreter in a sandbox. */
+export interface CodeContext {
+  id: string;
+  language: string;
+  /** The working directory it started in. */
+  cwd: string;
+  /** Cells run since the context (re)started. */
+  execution_count: number;
+  /** A cell is running. */
+  busy: boolean;
+  /** The interpreter's pid inside the sandbox. */
+  pid?: number;
+  created_at: string;
+}
+
+/** The answer of `GET /v1/sandboxes/{id}/code/contexts`. */
+export interface CodeContextList {
+  contexts: CodeContext[];
+}
+
+/**
+ * One rich output of a cell, as a MIME bundle: the value of the last
+ * expression (`is_main_result`), a figure, or something shown with
+ * `display()`. `data` maps a MIME type to its content: text as it is
+ * (`text/plain`, `text/html`, `text/markdown`, `text/latex`, `image/svg+xml`),
+ * images base64 (`image/png`, `image/jpeg`) and `application/json` as JSON
+ * text. A pandas DataFrame gives `text/html` and `application/json` (orient
+ * "split"); a matplotlib figure `image/png` and `image/svg+xml`. A
+ * representation larger than the bound (8 MiB) is left out and listed in
+ * `omitted` with its size.
+ */
+export interface CodeResult {
+  data: Record<string, string>;
+  /** The value of the cell's last expression. */
+  is_main_result?: boolean;
+  /** MIME types left out because they were too large, with their size in bytes. */
+  omitted?: Record<string, number>;
+}
+
+/** An error raised by a cell (or its timeout). */
+export interface CodeError {
+  /** The exception's type, for example `ZeroDivisionError`, `TimeoutError`. */
+  name: string;
+  /** Its message. */
+  value: string;
+  /** The formatted traceback (or stack), may be empty. */
+  traceback: string;
+}
+
+/**
+ * The outcome of a cell. An exception, a timeout and an interrupt are results.
+ * `stdout` and `stderr` keep at most 1 MiB each.
+ */
+export interface CodeExecution {
+  context_id: string;
+  language: string;
+  /** This cell's number in the context (from 1). */
+  execution_count: number;
+  stdout: string;
+  stderr: string;
+  stdout_truncated: boolean;
+  stderr_truncated: boolean;
+  results: CodeResult[];
+  /** The cell's error; absent when it succeeded. */
+  error?: CodeError;
+  /** The cell hit its timeout. */
+  timed_out: boolean;
+  /** The cell was interrupted (by its timeout or an interrupt call). */
+  interrupted: boolean;
+  /**
+   * The interpreter was restarted (it did not stop when interrupted, or it
+   * exited); the context lost its state.
+   */
+  restarted: boolean;
+  duration_ms: number;
+}
+
+/** The values of `CodeEvent.type`. */
+export type CodeEventType = "stdout" | "stderr" | "result" | "error" | "end";
+
+/**
+ * One line of a `POST .../code` NDJSON stream: `stdout` / `stderr` with
+ * `text`, `result` with `result`, `error` with `error` (the cell's error, or
+ * the stream failing), and `end` with `execution` (its output and results
+ * empty: they were streamed) closing the stream.
+ */
+export interface CodeEvent {
+  type: CodeEventType;
+  text?: string;
+  result?: CodeResult;
+  error?: CodeError;
+  execution?: CodeExecution;
+}

@@ -44,6 +44,14 @@ __all__ = [
     "CopyStep",
     "BuildEvent",
     "SnapshotRequest",
+    "CodeRequest",
+    "CodeContextRequest",
+    "CodeContext",
+    "CodeContextList",
+    "CodeResult",
+    "CodeError",
+    "CodeExecution",
+    "CodeEvent",
 ]
 
 
@@ -881,4 +889,195 @@ class SnapshotRequest(Model):
         d = obj(d)
         return cls(
             name=s_(d.get("name")),
+        )
+
+
+@dataclass
+class CodeRequest(Model):
+    """The body of `POST /v1/sandboxes/{id}/code`."""
+
+    code: str = ""
+    language: str = ""
+    context_id: str = ""
+    timeout_seconds: float = 0.0
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeRequest":
+        d = obj(d)
+        return cls(
+            code=s_(d.get("code")),
+            language=s_(d.get("language")),
+            context_id=s_(d.get("context_id")),
+            timeout_seconds=f_(d.get("timeout_seconds")),
+            env=map_of(d.get("env"), lambda x: s_(x)),
+        )
+
+
+@dataclass
+class CodeContextRequest(Model):
+    """The body of `POST /v1/sandboxes/{id}/code/contexts`."""
+
+    language: str = ""
+    cwd: str = ""
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeContextRequest":
+        d = obj(d)
+        return cls(
+            language=s_(d.get("language")),
+            cwd=s_(d.get("cwd")),
+            env=map_of(d.get("env"), lambda x: s_(x)),
+        )
+
+
+@dataclass
+class CodeContext(Model):
+    """A code context, a long-lived interpreter in a sandbox."""
+
+    id: str = ""
+    language: str = ""
+    cwd: str = ""
+    execution_count: int = 0
+    busy: bool = False
+    pid: int = 0
+    created_at: Optional[datetime] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeContext":
+        d = obj(d)
+        return cls(
+            id=s_(d.get("id")),
+            language=s_(d.get("language")),
+            cwd=s_(d.get("cwd")),
+            execution_count=i_(d.get("execution_count")),
+            busy=b_(d.get("busy")),
+            pid=i_(d.get("pid")),
+            created_at=t_(d.get("created_at")),
+        )
+
+
+@dataclass
+class CodeContextList(Model):
+    """The answer of `GET /v1/sandboxes/{id}/code/contexts`."""
+
+    contexts: List[CodeContext] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeContextList":
+        d = obj(d)
+        return cls(
+            contexts=list_of(d.get("contexts"), lambda x: CodeContext.from_json(x) if isinstance(x, dict) else None),
+        )
+
+
+@dataclass
+class CodeResult(Model):
+    """One rich output of a cell, as a MIME bundle: the value of the last
+    expression (`is_main_result`), a figure, or something shown with
+    `display()`. `data` maps a MIME type to its content: text as it is
+    (`text/plain`, `text/html`, `text/markdown`, `text/latex`,
+    `image/svg+xml`), images base64 (`image/png`, `image/jpeg`) and
+    `application/json` as JSON text. A pandas DataFrame gives `text/html`
+    and `application/json` (orient "split"); a matplotlib figure `image/png`
+    and `image/svg+xml`. A representation larger than the bound (8 MiB) is
+    left out and listed in `omitted` with its size.
+    """
+
+    data: Dict[str, str] = field(default_factory=dict)
+    is_main_result: bool = False
+    omitted: Dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeResult":
+        d = obj(d)
+        return cls(
+            data=map_of(d.get("data"), lambda x: s_(x)),
+            is_main_result=b_(d.get("is_main_result")),
+            omitted=map_of(d.get("omitted"), lambda x: i_(x)),
+        )
+
+
+@dataclass
+class CodeError(Model):
+    """An error raised by a cell (or its timeout)."""
+
+    name: str = ""
+    value: str = ""
+    traceback: str = ""
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeError":
+        d = obj(d)
+        return cls(
+            name=s_(d.get("name")),
+            value=s_(d.get("value")),
+            traceback=s_(d.get("traceback")),
+        )
+
+
+@dataclass
+class CodeExecution(Model):
+    """The outcome of a cell. An exception, a timeout and an interrupt are
+    results. `stdout` and `stderr` keep at most 1 MiB each.
+    """
+
+    context_id: str = ""
+    language: str = ""
+    execution_count: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    results: List[CodeResult] = field(default_factory=list)
+    error: Optional[CodeError] = None
+    timed_out: bool = False
+    interrupted: bool = False
+    restarted: bool = False
+    duration_ms: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeExecution":
+        d = obj(d)
+        return cls(
+            context_id=s_(d.get("context_id")),
+            language=s_(d.get("language")),
+            execution_count=i_(d.get("execution_count")),
+            stdout=s_(d.get("stdout")),
+            stderr=s_(d.get("stderr")),
+            stdout_truncated=b_(d.get("stdout_truncated")),
+            stderr_truncated=b_(d.get("stderr_truncated")),
+            results=list_of(d.get("results"), lambda x: CodeResult.from_json(x) if isinstance(x, dict) else None),
+            error=CodeError.from_json(d.get("error")) if isinstance(d.get("error"), dict) else None,
+            timed_out=b_(d.get("timed_out")),
+            interrupted=b_(d.get("interrupted")),
+            restarted=b_(d.get("restarted")),
+            duration_ms=i_(d.get("duration_ms")),
+        )
+
+
+@dataclass
+class CodeEvent(Model):
+    """One line of a `POST .../code` NDJSON stream: `stdout` / `stderr` with
+    `text`, `result` with `result`, `error` with `error` (the cell's error,
+    or the stream failing), and `end` with `execution` (its output and
+    results empty: they were streamed) closing the stream.
+    """
+
+    type: str = ""
+    text: str = ""
+    result: Optional[CodeResult] = None
+    error: Optional[CodeError] = None
+    execution: Optional[CodeExecution] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CodeEvent":
+        d = obj(d)
+        return cls(
+            type=s_(d.get("type")),
+            text=s_(d.get("text")),
+            result=CodeResult.from_json(d.get("result")) if isinstance(d.get("result"), dict) else None,
+            error=CodeError.from_json(d.get("error")) if isinstance(d.get("error"), dict) else None,
+            execution=CodeExecution.from_json(d.get("execution")) if isinstance(d.get("execution"), dict) else None,
         )

@@ -50,6 +50,16 @@ __all__ = [
     "BuildEventType",
     "BuildEventJSON",
     "SnapshotRequestJSON",
+    "CodeLanguage",
+    "CodeRequestJSON",
+    "CodeContextRequestJSON",
+    "CodeContextJSON",
+    "CodeContextListJSON",
+    "CodeResultJSON",
+    "CodeErrorJSON",
+    "CodeExecutionJSON",
+    "CodeEventType",
+    "CodeEventJSON",
 ]
 
 
@@ -794,3 +804,195 @@ _SnapshotRequestJSONRequired = TypedDict(
 
 class SnapshotRequestJSON(_SnapshotRequestJSONRequired):
     """The body of `POST /v1/sandboxes/{id}/snapshot`."""
+
+
+#: The values of ``CodeRequest.language``.
+CodeLanguage = Literal["python", "javascript", "bash"]
+
+
+_CodeRequestJSONRequired = TypedDict(
+    "_CodeRequestJSONRequired",
+    {
+        "code": "str",
+    },
+)
+
+
+_CodeRequestJSONOptional = TypedDict(
+    "_CodeRequestJSONOptional",
+    {
+        "language": "str",
+        "context_id": "str",
+        "timeout_seconds": "float",
+        "env": "Dict[str, str]",
+    },
+    total=False,
+)
+
+
+class CodeRequestJSON(_CodeRequestJSONRequired, _CodeRequestJSONOptional):
+    """The body of `POST /v1/sandboxes/{id}/code`."""
+
+
+_CodeContextRequestJSONOptional = TypedDict(
+    "_CodeContextRequestJSONOptional",
+    {
+        "language": "str",
+        "cwd": "str",
+        "env": "Dict[str, str]",
+    },
+    total=False,
+)
+
+
+class CodeContextRequestJSON(_CodeContextRequestJSONOptional):
+    """The body of `POST /v1/sandboxes/{id}/code/contexts`."""
+
+
+_CodeContextJSONRequired = TypedDict(
+    "_CodeContextJSONRequired",
+    {
+        "id": "str",
+        "language": "str",
+        "cwd": "str",
+        "execution_count": "int",
+        "busy": "bool",
+        "created_at": "str",
+    },
+)
+
+
+_CodeContextJSONOptional = TypedDict(
+    "_CodeContextJSONOptional",
+    {
+        "pid": "int",
+    },
+    total=False,
+)
+
+
+class CodeContextJSON(_CodeContextJSONRequired, _CodeContextJSONOptional):
+    """A code context, a long-lived interpreter in a sandbox."""
+
+
+_CodeContextListJSONRequired = TypedDict(
+    "_CodeContextListJSONRequired",
+    {
+        "contexts": "List[CodeContextJSON]",
+    },
+)
+
+
+class CodeContextListJSON(_CodeContextListJSONRequired):
+    """The answer of `GET /v1/sandboxes/{id}/code/contexts`."""
+
+
+_CodeResultJSONRequired = TypedDict(
+    "_CodeResultJSONRequired",
+    {
+        "data": "Dict[str, str]",
+    },
+)
+
+
+_CodeResultJSONOptional = TypedDict(
+    "_CodeResultJSONOptional",
+    {
+        "is_main_result": "bool",
+        "omitted": "Dict[str, int]",
+    },
+    total=False,
+)
+
+
+class CodeResultJSON(_CodeResultJSONRequired, _CodeResultJSONOptional):
+    """One rich output of a cell, as a MIME bundle: the value of the last
+    expression (`is_main_result`), a figure, or something shown with
+    `display()`. `data` maps a MIME type to its content: text as it is
+    (`text/plain`, `text/html`, `text/markdown`, `text/latex`,
+    `image/svg+xml`), images base64 (`image/png`, `image/jpeg`) and
+    `application/json` as JSON text. A pandas DataFrame gives `text/html`
+    and `application/json` (orient "split"); a matplotlib figure `image/png`
+    and `image/svg+xml`. A representation larger than the bound (8 MiB) is
+    left out and listed in `omitted` with its size.
+    """
+
+
+_CodeErrorJSONRequired = TypedDict(
+    "_CodeErrorJSONRequired",
+    {
+        "name": "str",
+        "value": "str",
+        "traceback": "str",
+    },
+)
+
+
+class CodeErrorJSON(_CodeErrorJSONRequired):
+    """An error raised by a cell (or its timeout)."""
+
+
+_CodeExecutionJSONRequired = TypedDict(
+    "_CodeExecutionJSONRequired",
+    {
+        "context_id": "str",
+        "language": "str",
+        "execution_count": "int",
+        "stdout": "str",
+        "stderr": "str",
+        "stdout_truncated": "bool",
+        "stderr_truncated": "bool",
+        "results": "List[CodeResultJSON]",
+        "timed_out": "bool",
+        "interrupted": "bool",
+        "restarted": "bool",
+        "duration_ms": "int",
+    },
+)
+
+
+_CodeExecutionJSONOptional = TypedDict(
+    "_CodeExecutionJSONOptional",
+    {
+        "error": "CodeErrorJSON",
+    },
+    total=False,
+)
+
+
+class CodeExecutionJSON(_CodeExecutionJSONRequired, _CodeExecutionJSONOptional):
+    """The outcome of a cell. An exception, a timeout and an interrupt are
+    results. `stdout` and `stderr` keep at most 1 MiB each.
+    """
+
+
+#: The values of ``CodeEvent.type``.
+CodeEventType = Literal["stdout", "stderr", "result", "error", "end"]
+
+
+_CodeEventJSONRequired = TypedDict(
+    "_CodeEventJSONRequired",
+    {
+        "type": "CodeEventType",
+    },
+)
+
+
+_CodeEventJSONOptional = TypedDict(
+    "_CodeEventJSONOptional",
+    {
+        "text": "str",
+        "result": "CodeResultJSON",
+        "error": "CodeErrorJSON",
+        "execution": "CodeExecutionJSON",
+    },
+    total=False,
+)
+
+
+class CodeEventJSON(_CodeEventJSONRequired, _CodeEventJSONOptional):
+    """One line of a `POST .../code` NDJSON stream: `stdout` / `stderr` with
+    `text`, `result` with `result`, `error` with `error` (the cell's error,
+    or the stream failing), and `end` with `execution` (its output and
+    results empty: they were streamed) closing the stream.
+    """

@@ -37,7 +37,9 @@ type Config struct {
 	// Empty: host names of that form are accepted under any domain.
 	Domain string
 	// Templates maps E2B template ids or aliases to Paddock templates;
-	// unmapped names are passed through ("base" is Paddock's base).
+	// unmapped names are passed through ("base" is Paddock's base). The
+	// code interpreter SDK's default, code-interpreter-v1, maps to "base"
+	// unless configured.
 	Templates map[string]string
 	// TokenKey signs the per-sandbox envd access tokens (the daemon's
 	// port key).
@@ -69,6 +71,11 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) (
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = api.DefaultMaxFileBytes
 	}
+	tpls := map[string]string{"code-interpreter-v1": "base"}
+	for k, v := range cfg.Templates {
+		tpls[k] = v
+	}
+	cfg.Templates = tpls
 	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, control: http.NewServeMux()}
 	s.portTransport = &http.Transport{
 		DialContext:         s.dialPort,

@@ -49,6 +49,10 @@ func sandboxGone(w http.ResponseWriter, id string, err error) {
 
 // dataPlane serves a request for port of sandbox id.
 func (s *Server) dataPlane(w http.ResponseWriter, r *http.Request, id string, port int) {
+	if port == CodePort {
+		s.codeInterpreter(w, r, id)
+		return
+	}
 	if port != EnvdPort {
 		s.proxyPort(w, r, id, port)
 		return

@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript
+.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -23,8 +23,8 @@ build:
 deps:
 	scripts/deps.sh
 
-## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc)
-test: deps build lint check-generated cross unit runsc-test integration sdk-python sdk-typescript
+## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the SDK suites and the unmodified E2B SDKs
+test: deps build lint check-generated cross unit runsc-test integration sdk-python sdk-typescript e2b-compat
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
@@ -71,6 +71,11 @@ sdk-python: build
 sdk-typescript: build
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
 	cd examples/typescript && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) PADDOCK_FAKEMODEL_BIN=$(CURDIR)/$(BIN)/paddock-fakemodel npm test
+
+## e2b-compat: the unmodified e2b npm SDK (pinned in integration/e2b-sdk) against a real paddockd's E2B-compatible endpoint, as root
+e2b-compat: build
+	scripts/cgroup-setup.sh
+	cd integration/e2b-sdk && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
 
 ## bench: the create/exec/bare benchmark of docs/benchmarks.md
 bench: build

@@ -64,6 +64,8 @@ type Config struct {
 	Network       NetworkConfig `json:"network,omitempty"`
 	// Limits bound the HTTP surface and each key's share (surface.go).
 	Limits LimitsConfig `json:"limits,omitempty"`
+	// E2B configures the E2B-compatible endpoint (e2b.go).
+	E2B E2BConfig `json:"e2b,omitempty"`
 }
 
 func serve(args []string) error {
@@ -84,6 +86,7 @@ func serve(args []string) error {
 	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
 	registryAllow := fs.String("registry-allow", "", `comma-separated registries template imports may fetch from: host, host:port or CIDR (may be private), "*" = any registry whose addresses are all public (default "*")`)
 	limits := limitFlags(fs)
+	applyE2B := e2bFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
 		fs.PrintDefaults()
@@ -138,6 +141,7 @@ func serve(args []string) error {
 		cfg.RegistryAllow = splitList(*registryAllow)
 	}
 	limits(&cfg.Limits, set)
+	applyE2B(&cfg.E2B, set)
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -255,6 +259,11 @@ func run(cfg Config) error {
 	if err := mgr.Recover(ctx); err != nil {
 		return err
 	}
+	stopE2B, err := serveE2B(ctx, cfg, mgr, keys, portKey, log)
+	if err != nil {
+		return err
+	}
+	defer stopE2B()
 	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
 		PortKey: portKey, Templates: templates}, keys, b.Templates(), log)
 }

@@ -115,6 +115,7 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: an API key or a signed port URL is required", sandbox.ErrUnauthorized))
 		return
 	}
+	defer s.mgr.Active("", id)() // port traffic is activity (idle timeouts)
 	if _, err := s.mgr.RunningAny(r.Context(), id); err != nil {
 		writeError(w, err)
 		return

@@ -119,6 +119,9 @@ func (s *Server) withKey(h handlerFunc) http.Handler {
 			writeError(w, fmt.Errorf("%w: missing or unknown API key (Authorization: Bearer <key>)", sandbox.ErrUnauthorized))
 			return
 		}
+		if id := r.PathValue("id"); id != "" {
+			defer s.mgr.Active(owner, id)() // the one activity hook (idle timeouts)
+		}
 		if err := h(w, r, owner); err != nil {
 			code, st := classify(err)
 			if st >= 500 {

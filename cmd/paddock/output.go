@@ -57,9 +57,10 @@ func relTime(t, now time.Time) string {
 	}
 }
 
-// ended reports whether a sandbox state is final.
+// ended reports whether a sandbox state is final (a stopped sandbox
+// keeps its files and can start again).
 func ended(state string) bool {
-	return state == api.StateStopped || state == api.StateTerminated
+	return state == api.StateTerminated
 }
 
 // expires describes when a sandbox expires: "in 4m", "expired" or "-" for

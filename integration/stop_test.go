@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -188,5 +189,43 @@ func TestIdleAutoResume(t *testing.T) {
 				t.Errorf("after auto-resume: %s, history %q", got.State, h)
 			}
 		})
+	}
+}
+
+// TestPortAutoResume: a request through a port of an idle-paused
+// auto_resume sandbox resumes it and is served by the process that was
+// frozen.
+func TestPortAutoResume(t *testing.T) {
+	d := startLifecycleDaemon(t)
+	ctx := ctxT(t)
+	c := d.client(0)
+	sb := newSandboxOn(t, d, 0, &api.CreateSandboxRequest{IdleTimeoutSeconds: 2, AutoResume: true})
+	if _, err := sb.Start(ctx, api.ExecRequest{Argv: []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"}}); err != nil {
+		t.Fatal(err)
+	}
+	var ports []api.Port
+	for deadline := time.Now().Add(20 * time.Second); len(ports) == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var err error
+		if ports, err = sb.Ports(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ports) != 1 {
+		t.Fatalf("ports: %+v", ports)
+	}
+	waitFor(t, c, sb.ID, api.StatePaused, "idle")
+	req, _ := http.NewRequestWithContext(ctx, "GET", ports[0].URL, nil)
+	req.Header.Set("Authorization", "Bearer "+d.keys[0])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("port request on a paused auto_resume sandbox: %d", resp.StatusCode)
+	}
+	got, err := c.Get(ctx, sb.ID)
+	if err != nil || got.State != api.StateRunning || !strings.HasSuffix(history(&got.Sandbox), "paused/idle running/auto_resume") {
+		t.Fatalf("after the port request: %+v %v", got, err)
 	}
 }

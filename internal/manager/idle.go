@@ -82,6 +82,17 @@ func (m *Manager) idleSince(id string, now time.Time) (time.Time, bool) {
 // (reason "auto_resume" in its history); any other state but running is a
 // conflict. It counts as activity.
 func (m *Manager) wake(ctx context.Context, r *store.Record) (*store.Record, error) {
+	if r.State == sandbox.Running && r.Idle.TimeoutSeconds > 0 {
+		// The idle reaper may be pausing it right now: look again once it
+		// is done, so that the call never reaches a sandbox frozen under it.
+		unlock := m.lockID(r.ID)
+		cur, err := m.store.Get(r.ID)
+		unlock()
+		if err != nil {
+			return nil, err
+		}
+		r = cur
+	}
 	if r.State == sandbox.Running {
 		m.touch(r.ID, time.Now())
 		return r, nil
@@ -127,11 +138,19 @@ func (m *Manager) reapIdle(ctx context.Context, r *store.Record, now time.Time) 
 		m.touch(r.ID, now)
 		return false
 	}
+	// A request that came in since is checked again under the lock.
+	inUse := func() bool {
+		l, busy := m.idleSince(r.ID, time.Now())
+		return busy || l.After(last)
+	}
 	var err error
 	if r.Idle.OnIdle == sandbox.OnTimeoutStop {
-		_, err = m.stop(ctx, r.ID, "idle", min(m.cfg.StopRetention, m.cfg.MaxStopRetention))
+		_, err = m.stop(ctx, r.ID, "idle", min(m.cfg.StopRetention, m.cfg.MaxStopRetention), inUse)
 	} else {
-		_, err = m.pause(ctx, r.ID, "idle", pausePlan{keep: min(m.cfg.PauseRetention, m.cfg.MaxPauseRetention)})
+		_, err = m.pause(ctx, r.ID, "idle", pausePlan{keep: min(m.cfg.PauseRetention, m.cfg.MaxPauseRetention), unless: inUse})
+	}
+	if errors.Is(err, sandbox.ErrConflict) {
+		return false // in use after all, or changed state meanwhile
 	}
 	if err != nil {
 		m.log.Error("reaper: idle", "sandbox", r.ID, "on_idle", r.Idle.OnIdle, "err", err)

@@ -28,9 +28,12 @@ func keepFor(name string, seconds int64, def, max time.Duration) (time.Duration,
 }
 
 // pausePlan is a validated pause retention: how long the paused sandbox is
-// kept, and when (if ever) it is stopped on the way.
+// kept, and when (if ever) it is stopped on the way. A non-nil unless is
+// checked under the sandbox's lock: the pause is skipped (ErrConflict)
+// when it holds (the idle reaper's "a request has come in since").
 type pausePlan struct {
 	keep, thenStop time.Duration
+	unless         func() bool
 }
 
 // planPause validates a pause's retention against the daemon's bounds.
@@ -85,6 +88,9 @@ func (m *Manager) pause(ctx context.Context, id, reason string, plan pausePlan) 
 	}
 	if r.State != sandbox.Running {
 		return nil, fmt.Errorf("%w: sandbox %s is %s, not running", sandbox.ErrConflict, id, r.State)
+	}
+	if plan.unless != nil && plan.unless() {
+		return nil, fmt.Errorf("%w: sandbox %s is in use", sandbox.ErrConflict, id)
 	}
 	m.finalSample(ctx, id) // bill its running time up to now
 	if err := p.Pause(ctx, id); err != nil {
@@ -164,7 +170,7 @@ func (m *Manager) atLeaseEnd(ctx context.Context, r *store.Record) {
 	case sandbox.OnTimeoutPause:
 		_, err = m.pause(ctx, r.ID, "expired", pausePlan{keep: m.cfg.PauseRetention})
 	case sandbox.OnTimeoutStop:
-		_, err = m.stop(ctx, r.ID, "expired", min(m.cfg.StopRetention, m.cfg.MaxStopRetention))
+		_, err = m.stop(ctx, r.ID, "expired", min(m.cfg.StopRetention, m.cfg.MaxStopRetention), nil)
 	default:
 		err = errors.New("kill")
 	}

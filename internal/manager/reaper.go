@@ -142,7 +142,7 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 				m.log.Error("reaper: expire", "sandbox", r.ID, "err", err)
 			}
 		case r.State == sandbox.Paused && r.StopAt != nil && !now.Before(*r.StopAt):
-			if _, err := m.stop(ctx, r.ID, "stopped after pause", r.ExpiresAt.Sub(now)); err != nil {
+			if _, err := m.stop(ctx, r.ID, "stopped after pause", r.ExpiresAt.Sub(now), nil); err != nil {
 				m.log.Error("reaper: stop after pause", "sandbox", r.ID, "err", err)
 			}
 		case (r.State == sandbox.Running || r.State == sandbox.Paused) && checkLive:

@@ -28,11 +28,12 @@ func (m *Manager) Stop(ctx context.Context, owner, id string, keepSeconds int64)
 	if err != nil {
 		return nil, err
 	}
-	return m.stop(ctx, id, "stopped", keep)
+	return m.stop(ctx, id, "stopped", keep, nil)
 }
 
-// stop moves sandbox id to stopped for keep.
-func (m *Manager) stop(ctx context.Context, id, reason string, keep time.Duration) (*store.Record, error) {
+// stop moves sandbox id to stopped for keep; a non-nil unless is checked
+// under the sandbox's lock and skips the stop (ErrConflict) when it holds.
+func (m *Manager) stop(ctx context.Context, id, reason string, keep time.Duration, unless func() bool) (*store.Record, error) {
 	st, ok := m.backend.(sandbox.Stopper)
 	if !ok {
 		return nil, fmt.Errorf("%w: this backend cannot stop sandboxes", sandbox.ErrNotSupported)
@@ -45,6 +46,9 @@ func (m *Manager) stop(ctx context.Context, id, reason string, keep time.Duratio
 	}
 	if r.State != sandbox.Running && r.State != sandbox.Paused {
 		return nil, fmt.Errorf("%w: sandbox %s is %s, not running or paused", sandbox.ErrConflict, id, r.State)
+	}
+	if unless != nil && unless() {
+		return nil, fmt.Errorf("%w: sandbox %s is in use", sandbox.ErrConflict, id)
 	}
 	if r.State == sandbox.Running {
 		m.finalSample(ctx, id) // bill its running time up to now

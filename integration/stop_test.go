@@ -127,6 +127,29 @@ func TestStopStart(t *testing.T) {
 	if err != nil || m.CostMicros <= 0 {
 		t.Errorf("metrics after start: %+v %v", m, err)
 	}
+
+	// A networked sandbox gets its network (a fresh interface, the same
+	// policy) back when it starts.
+	policy := api.NetworkPolicy{Mode: api.NetworkAllowlist, Allow: []string{"example.test"}}
+	netSb := newSandboxOn(t, d, 0, &api.CreateSandboxRequest{Network: &policy})
+	netCheck := "grep -c Paddock /etc/resolv.conf; ip -o -4 addr show scope global | wc -l"
+	before, err := netSb.Exec(ctx, api.ExecRequest{Command: netCheck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netSb.Stop(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := netSb.Boot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := netSb.Exec(ctx, api.ExecRequest{Command: netCheck})
+	if err != nil || after.Stdout != before.Stdout || before.Stdout != "1\n1\n" {
+		t.Errorf("network before stop %q, after start %q (%v)", before.Stdout, after.Stdout, err)
+	}
+	if netSb.Network.Mode != policy.Mode || len(netSb.Network.Allow) != 1 {
+		t.Errorf("policy after start: %+v", netSb.Network)
+	}
 }
 
 // TestRetention: the reaper honours a pause's keep_for, a pause's

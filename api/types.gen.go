@@ -115,11 +115,11 @@ type Sandbox struct {
 	EndedAt *time.Time `json:"ended_at,omitempty"`
 	// Why the sandbox is paused, stopped or terminated: "paused" (by request),
 	// "expired" (at lease end) or "idle" while paused; "stopped" (by request),
-	// "expired", "idle", "stopped after pause", "processes lost while the daemon
-	// was down" or "start interrupted" while stopped; "deleted", "expired",
-	// "expired while paused", "expired while stopped", "exited", "exited while
-	// the daemon was down", "cost limit reached", "failed: ..." once terminated.
-	// Cleared by resume and start.
+	// "expired", "idle", "stopped after pause", "processes lost" or "start
+	// interrupted" while stopped; "deleted", "expired", "expired while paused",
+	// "expired while stopped", "exited", "exited while the daemon was down",
+	// "cost limit reached", "failed: ..." once terminated. Cleared by resume and
+	// start.
 	Reason string `json:"reason,omitempty"`
 	// What happens when the lease ends (see `CreateSandboxRequest.on_timeout`).
 	// Sandboxes created by a daemon older than this field have "" here, which

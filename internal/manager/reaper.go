@@ -147,6 +147,10 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 			}
 		case (r.State == sandbox.Running || r.State == sandbox.Paused) && checkLive:
 			if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
+				if m.keepsFiles(r) {
+					m.lostProcesses(ctx, r)
+					continue
+				}
 				if err := m.terminate(ctx, r.ID, sandbox.Terminated, "exited"); err != nil {
 					m.log.Error("reaper: exited", "sandbox", r.ID, "err", err)
 				}

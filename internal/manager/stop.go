@@ -210,6 +210,10 @@ func (m *Manager) recoverStopped(ctx context.Context, r *store.Record) {
 	m.log.Info("stopped sandbox kept", "sandbox", r.ID, "keep_until", r.ExpiresAt)
 }
 
+// reasonLost is the reason of a sandbox stopped because its processes
+// were gone.
+const reasonLost = "processes lost"
+
 // keepsFiles reports whether a sandbox that lost its processes behind the
 // daemon's back (a host reboot) becomes stopped rather than terminated: a
 // paused one, or one that asked to be stopped at lease end or idle.
@@ -220,10 +224,17 @@ func (m *Manager) keepsFiles(r *store.Record) bool {
 	return r.State == sandbox.Paused || r.OnTimeout == sandbox.OnTimeoutStop || r.Idle.OnIdle == sandbox.OnTimeoutStop && r.Idle.TimeoutSeconds > 0
 }
 
-// lostProcesses records that sandbox r lost its processes while the
-// daemon was down and keeps its files: it becomes stopped, kept until its
-// pause retention ends (a running one gets StopRetention).
+// lostProcesses records that sandbox r lost its processes behind the
+// daemon's back (while it was down, or killed on the host) and keeps its
+// files: it becomes stopped, kept until its pause retention ends (a
+// running one gets StopRetention).
 func (m *Manager) lostProcesses(ctx context.Context, r *store.Record) {
+	unlock := m.lockID(r.ID)
+	defer unlock()
+	if cur, err := m.store.Get(r.ID); err != nil || !cur.State.Live() {
+		return
+	}
+	m.release(r.ID)
 	st := m.backend.(sandbox.Stopper)
 	if err := st.Stop(ctx, r.ID); err != nil {
 		m.log.Error("recover: stop", "sandbox", r.ID, "err", err)
@@ -235,7 +246,7 @@ func (m *Manager) lostProcesses(ctx context.Context, r *store.Record) {
 			r.ExpiresAt = now.Add(min(m.cfg.StopRetention, m.cfg.MaxStopRetention))
 		}
 		r.State, r.StoppedAt, r.PausedAt, r.StopAt = sandbox.Stopped, &now, nil, nil
-		r.Reason = "processes lost while the daemon was down"
+		r.Reason = reasonLost
 		r.Usage.SampledAt = now
 		r.AddEvent(now, sandbox.Stopped, r.Reason)
 		return nil

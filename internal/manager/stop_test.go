@@ -281,9 +281,9 @@ func TestRecoverHostReboot(t *testing.T) {
 		state  sandbox.State
 		reason string
 	}{
-		{paused.ID, sandbox.Stopped, "processes lost while the daemon was down"},
+		{paused.ID, sandbox.Stopped, "processes lost"},
 		{stopped.ID, sandbox.Stopped, "stopped"},
-		{stopAtEnd.ID, sandbox.Stopped, "processes lost while the daemon was down"},
+		{stopAtEnd.ID, sandbox.Stopped, "processes lost"},
 		{plain.ID, sandbox.Terminated, "exited while the daemon was down"},
 	} {
 		if r := tm.record(want.id); r.State != want.state || r.Reason != want.reason {

@@ -129,11 +129,10 @@ export interface SandboxInfo {
   /**
    * Why the sandbox is paused, stopped or terminated: "paused" (by request),
    * "expired" (at lease end) or "idle" while paused; "stopped" (by request),
-   * "expired", "idle", "stopped after pause", "processes lost while the daemon
-   * was down" or "start interrupted" while stopped; "deleted", "expired",
-   * "expired while paused", "expired while stopped", "exited", "exited while the
-   * daemon was down", "cost limit reached", "failed: ..." once terminated.
-   * Cleared by resume and start.
+   * "expired", "idle", "stopped after pause", "processes lost" or "start
+   * interrupted" while stopped; "deleted", "expired", "expired while paused",
+   * "expired while stopped", "exited", "exited while the daemon was down", "cost
+   * limit reached", "failed: ..." once terminated. Cleared by resume and start.
    */
   reason?: string;
   /**

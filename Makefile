@@ -61,7 +61,7 @@ sdk-typescript: build
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
 	cd examples/typescript && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) PADDOCK_FAKEMODEL_BIN=$(CURDIR)/$(BIN)/paddock-fakemodel npm test
 
-## bench: the create/exec/bare benchmark of docs/benchmarks.md
+## bench: the benchmarks of docs/benchmarks.md (create/exec/bare, warm pool, lifecycle: pause/resume, stop/start, auto-resume)
 bench: build
 	scripts/cgroup-setup.sh
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)

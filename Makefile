@@ -77,7 +77,7 @@ e2b-compat: build
 	scripts/cgroup-setup.sh
 	cd integration/e2b-sdk && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
 
-## bench: the create/exec/bare benchmark of docs/benchmarks.md
+## bench: the benchmarks of docs/benchmarks.md (create/exec/bare, warm pool, lifecycle: pause/resume, stop/start, auto-resume)
 bench: build
 	scripts/cgroup-setup.sh
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)

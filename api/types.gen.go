@@ -36,13 +36,35 @@ type CreateSandboxRequest struct {
 	Resources *Resources        `json:"resources,omitempty"`
 	// What happens when the lease ends: `kill` terminates the sandbox (reason
 	// "expired"); `pause` pauses it instead (state `paused`, reason "expired"),
-	// to be resumed or, after the pause retention, terminated.
+	// to be resumed or, after the pause retention, terminated; `stop` stops it
+	// with its files kept (state `stopped`, reason "expired"), to be started
+	// again or, after the stop retention, deleted.
 	OnTimeout string `json:"on_timeout,omitempty"`
+	// Seconds without activity after which the sandbox is paused or stopped
+	// (`on_idle`); 0 or absent: never. Activity is any API call on the sandbox
+	// (exec, processes, files, terminals, metrics, ...; a call in flight, such as
+	// a long exec, counts for as long as it runs) and any request through its
+	// ports. Processes running in the background do not count unless
+	// `idle_counts_processes` is set: an agent that started a server and went
+	// away should not keep paying for it.
+	IdleTimeoutSeconds int64 `json:"idle_timeout_seconds,omitempty"`
+	// What idling out does: `pause` (memory and processes kept, default pause
+	// retention) or `stop` (files kept, processes ended, default stop retention).
+	// Reason "idle" either way.
+	OnIdle string `json:"on_idle,omitempty"`
+	// A call that needs the sandbox's processes (exec, processes, files,
+	// terminals, ports, lease) on a paused or stopped sandbox resumes or starts
+	// it first, then is served; its `history` shows an "auto_resume" entry.
+	// Without it such calls answer 409.
+	AutoResume bool `json:"auto_resume,omitempty"`
+	// Processes started through the API that still run count as activity: the
+	// sandbox idles out only once they have ended.
+	IdleCountsProcesses bool `json:"idle_counts_processes,omitempty"`
 	// Cost cap in micro-units of the price table (see `Metrics`); 0 or absent
 	// means no cap. A create whose first lease would cost more than this even at
 	// the CPU floor is refused with 400. Once the sandbox's sampled cost (sampled
-	// every 5 seconds) reaches the cap, the sandbox is stopped: state `stopped`,
-	// reason "cost limit reached".
+	// every 5 seconds) reaches the cap, the sandbox is terminated: state
+	// `terminated`, reason "cost limit reached".
 	MaxCostMicros int64 `json:"max_cost_micros,omitempty"`
 	// The sandbox's egress policy; absent means `{"mode": "off"}`.
 	Network *NetworkPolicy `json:"network,omitempty"`
@@ -57,33 +79,47 @@ type CreateSandboxRequest struct {
 const (
 	OnTimeoutKill  = "kill"
 	OnTimeoutPause = "pause"
+	OnTimeoutStop  = "stop"
+)
+
+// On-idle actions.
+const (
+	OnIdlePause = "pause"
+	OnIdleStop  = "stop"
 )
 
 // Sandbox is one sandbox.
 type Sandbox struct {
 	ID       string `json:"id"`
 	Template string `json:"template"`
-	// `creating` → `running` ⇄ `paused` → `stopped` / `terminated`. A
-	// paused sandbox's processes are frozen, with memory and files kept. Stopped
-	// and terminated are final: only the record remains.
+	// `creating` → `running` ⇄ `paused`; `running` / `paused` → `stopped`
+	// → `running` (start); any → `terminated`. A paused sandbox's processes
+	// are frozen, with memory and files kept; a stopped one has no processes and
+	// keeps its files until `expires_at`. Terminated is final: only the record
+	// remains.
 	State string `json:"state"`
 	// RFC 3339 time.
 	CreatedAt time.Time `json:"created_at"`
 	// RFC 3339 time. Running: the end of the lease, when the reaper terminates
-	// the sandbox (or pauses it, with `on_timeout: pause`). Paused: `paused_at` +
-	// the pause retention (24 hours by default), when the reaper terminates it
-	// with reason "expired while paused".
+	// the sandbox (or pauses it, with `on_timeout: pause`). Paused: the end of
+	// its retention (`paused_at` + `keep_for_seconds`, 24 hours by default), when
+	// the reaper terminates it with reason "expired while paused". Stopped: the
+	// end of its retention, when the reaper deletes it and its files ("expired
+	// while stopped").
 	ExpiresAt time.Time         `json:"expires_at"`
 	Metadata  map[string]string `json:"metadata"`
 	Resources Resources         `json:"resources"`
 	// The OCI runtime running the sandbox (runc, crun, ...).
 	Runtime string `json:"runtime,omitempty"`
-	// RFC 3339 time; set once the sandbox is stopped or terminated.
+	// RFC 3339 time; set once the sandbox is terminated.
 	EndedAt *time.Time `json:"ended_at,omitempty"`
-	// Why the sandbox is paused, stopped or terminated: "paused" (paused by
-	// request) or "expired" (paused at lease end) while paused; "deleted",
-	// "expired", "expired while paused", "exited", "cost limit reached", "failed:
-	// ..." once ended. Cleared by resume.
+	// Why the sandbox is paused, stopped or terminated: "paused" (by request),
+	// "expired" (at lease end) or "idle" while paused; "stopped" (by request),
+	// "expired", "idle", "stopped after pause", "processes lost" or "start
+	// interrupted" while stopped; "deleted", "expired", "expired while paused",
+	// "expired while stopped", "exited", "exited while the daemon was down",
+	// "cost limit reached", "failed: ..." once terminated. Cleared by resume and
+	// start.
 	Reason string `json:"reason,omitempty"`
 	// What happens when the lease ends (see `CreateSandboxRequest.on_timeout`).
 	// Sandboxes created by a daemon older than this field have "" here, which
@@ -93,6 +129,23 @@ type Sandbox struct {
 	MaxCostMicros int64 `json:"max_cost_micros,omitempty"`
 	// RFC 3339 time at which the sandbox was paused; set only while it is paused.
 	PausedAt *time.Time `json:"paused_at,omitempty"`
+	// While paused with `then_stop_after_seconds`, when the reaper stops it.
+	StopAt *time.Time `json:"stop_at,omitempty"`
+	// RFC 3339 time at which the sandbox was stopped; set only while it is
+	// stopped.
+	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+	// The idle timeout given at create; absent when there is none.
+	IdleTimeoutSeconds int64 `json:"idle_timeout_seconds,omitempty"`
+	// What idling out does; absent without an idle timeout.
+	OnIdle string `json:"on_idle,omitempty"`
+	// Whether calls resume or start the sandbox transparently.
+	AutoResume bool `json:"auto_resume,omitempty"`
+	// Whether running processes count as activity.
+	IdleCountsProcesses bool `json:"idle_counts_processes,omitempty"`
+	// The sandbox's lifecycle transitions, oldest first (the last 64): the state
+	// entered, when, and why ("create", "pause", "resume", "stop", "start",
+	// "idle", "auto_resume", "expired", ...).
+	History []LifecycleEvent `json:"history,omitempty"`
 	// The sandbox's current egress policy; always present, `{"mode": "off"}` by
 	// default.
 	Network NetworkPolicy `json:"network"`
@@ -257,6 +310,39 @@ type ListSandboxesResponse struct {
 	Sandboxes []Sandbox `json:"sandboxes"`
 	// Pass as `cursor` for the next page; empty on the last page.
 	NextCursor string `json:"next_cursor"`
+}
+
+// LifecycleEvent is one lifecycle transition of a sandbox.
+type LifecycleEvent struct {
+	// RFC 3339 time of the transition.
+	At time.Time `json:"at"`
+	// The state entered.
+	State string `json:"state"`
+	// What caused it: "create", "resume", "start", "auto_resume", "paused",
+	// "stopped", "idle", "expired", "deleted", ...
+	Reason string `json:"reason,omitempty"`
+}
+
+// PauseRequest is the optional body of `POST /v1/sandboxes/{id}/pause`.
+type PauseRequest struct {
+	// How long the sandbox is kept (paused, then stopped with
+	// `then_stop_after_seconds`) before it is deleted; 0 or absent: the daemon's
+	// default (`--pause-retention`, 24 hours; with `then_stop_after_seconds`,
+	// that plus `--stop-retention`). At most `--max-pause-retention` (with
+	// `then_stop_after_seconds`: that plus `--max-stop-retention`); more is 400.
+	KeepForSeconds int64 `json:"keep_for_seconds,omitempty"`
+	// Stop the paused sandbox (files kept, processes ended) this long after the
+	// pause, so its files outlive a host reboot and it is billed for storage
+	// only; 0 or absent: stay paused. Must be less than `keep_for_seconds`.
+	ThenStopAfterSeconds int64 `json:"then_stop_after_seconds,omitempty"`
+}
+
+// StopRequest is the optional body of `POST /v1/sandboxes/{id}/stop`.
+type StopRequest struct {
+	// How long the stopped sandbox's files are kept; 0 or absent: the daemon's
+	// `--stop-retention` (7 days). At most `--max-stop-retention` (30 days by
+	// default); more is 400.
+	KeepForSeconds int64 `json:"keep_for_seconds,omitempty"`
 }
 
 // SetTimeoutRequest is the body of `POST /v1/sandboxes/{id}/timeout`; the new

@@ -11,20 +11,48 @@ import (
 
 // Pause freezes every process of the sandbox; memory and files are kept
 // and CPU billing stops. The sandbox is terminated if it stays paused
-// longer than the daemon's pause retention.
+// longer than the daemon's pause retention (see PauseFor).
 func (s *Sandbox) Pause(ctx context.Context) error {
-	return s.lifecycle(ctx, "pause")
+	return s.lifecycle(ctx, "pause", struct{}{})
 }
 
-// Resume continues a paused sandbox with a new lease of its original
-// length.
+// PauseFor pauses the sandbox and keeps it for keepFor (0: the daemon's
+// default; at most its --max-pause-retention). With thenStopAfter > 0 the
+// daemon stops it (files kept, processes ended) that long after the pause,
+// so its files outlive a host reboot; keepFor then counts from the pause
+// and must be longer.
+func (s *Sandbox) PauseFor(ctx context.Context, keepFor, thenStopAfter time.Duration) error {
+	return s.lifecycle(ctx, "pause", api.PauseRequest{
+		KeepForSeconds: seconds(keepFor), ThenStopAfterSeconds: seconds(thenStopAfter)})
+}
+
+// Resume continues a paused sandbox (or boots a stopped one) with a new
+// lease of its original length.
 func (s *Sandbox) Resume(ctx context.Context) error {
-	return s.lifecycle(ctx, "resume")
+	return s.lifecycle(ctx, "resume", struct{}{})
 }
 
-func (s *Sandbox) lifecycle(ctx context.Context, verb string) error {
+// Stop ends every process of the sandbox and keeps its files for keepFor
+// (0: the daemon's default; at most its --max-stop-retention). Only
+// storage is billed while it is stopped; Boot starts it again. (Kill
+// deletes it.)
+func (s *Sandbox) Stop(ctx context.Context, keepFor time.Duration) error {
+	return s.lifecycle(ctx, "stop", api.StopRequest{KeepForSeconds: seconds(keepFor)})
+}
+
+// Boot starts a stopped sandbox again from its files (POST .../start):
+// fresh processes, the same id, network policy and resources. A paused
+// one is resumed. (Start runs a process in a running sandbox.)
+func (s *Sandbox) Boot(ctx context.Context) error {
+	return s.lifecycle(ctx, "start", struct{}{})
+}
+
+// seconds rounds d up to whole seconds.
+func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+func (s *Sandbox) lifecycle(ctx context.Context, verb string, body any) error {
 	var sb api.Sandbox
-	if err := s.c.call(ctx, http.MethodPost, sandboxPath(s.ID, verb), nil, struct{}{}, &sb); err != nil {
+	if err := s.c.call(ctx, http.MethodPost, sandboxPath(s.ID, verb), nil, body, &sb); err != nil {
 		return err
 	}
 	s.Sandbox = sb

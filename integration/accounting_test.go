@@ -150,7 +150,7 @@ func TestMaxCost(t *testing.T) {
 		if err := sb.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if sb.State == api.StateStopped {
+		if sb.State == api.StateTerminated {
 			if sb.Reason != "cost limit reached" {
 				t.Fatalf("stopped for %q", sb.Reason)
 			}

@@ -70,6 +70,22 @@ func TestCLI(t *testing.T) {
 	if !strings.Contains(out, "ID") || !strings.Contains(out, id) {
 		t.Fatalf("ls table: %q", out)
 	}
+	// stop keeps the files; start without a command boots the sandbox.
+	if out, e, code := cli(t, "", "stop", "--keep-for", "1h", id); code != 0 || !strings.Contains(out, id+" stopped") {
+		t.Fatalf("stop: %q %q %d", out, e, code)
+	}
+	if out, e, code := cli(t, "", "start", id); code != 0 || !strings.Contains(out, id+" running") {
+		t.Fatalf("start: %q %q %d", out, e, code)
+	}
+	if out, _, code := cli(t, "", "exec", id, "--", "cat", "in.txt"); out != "payload\n" || code != 0 {
+		t.Fatalf("exec after stop and start: %q %d", out, code)
+	}
+	if out, e, code := cli(t, "", "pause", "--keep-for", "10m", id); code != 0 || !strings.Contains(out, id+" paused") {
+		t.Fatalf("pause --keep-for: %q %q %d", out, e, code)
+	}
+	if _, _, code := cli(t, "", "resume", id); code != 0 {
+		t.Fatalf("resume: %d", code)
+	}
 	_, errOut, code = cli(t, "", "get", "sbdoesnotexist")
 	if code != 1 || !strings.HasPrefix(errOut, "paddock: ") || strings.Contains(errOut, "goroutine") {
 		t.Fatalf("get missing: %q %d", errOut, code)

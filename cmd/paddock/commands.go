@@ -54,8 +54,8 @@ shell for pipes and variables:
 		{
 			name: "ls", aliases: []string{"list"}, args: "[flags]",
 			summary: "List sandboxes",
-			detail: `Lists live sandboxes (creating, running, paused); --all adds stopped and
-terminated ones. Every page is fetched.`,
+			detail: `Lists sandboxes that still exist (creating, running, paused, stopped);
+--all adds terminated ones. Every page is fetched.`,
 			run: (*cli).cmdLs,
 		},
 		{
@@ -70,18 +70,30 @@ terminated ones. Every page is fetched.`,
 			run:     (*cli).cmdKill,
 		},
 		{
-			name: "pause", args: "ID...",
+			name: "pause", args: "[--keep-for D] [--then-stop-after D] ID...",
 			summary: "Freeze every process of sandboxes",
 			detail: `Memory, processes and files are kept and CPU billing stops. A paused
-sandbox is terminated after the daemon's pause retention (24 h by default)
-unless resumed.`,
+sandbox is terminated after --keep-for (default: the daemon's pause
+retention, 24 h) unless resumed. --then-stop-after stops it (files kept,
+processes ended) that long after the pause, so its files outlive a host
+reboot.
+
+  paddock pause --keep-for 168h --then-stop-after 2h sb_123`,
 			run: func(c *cli, ctx context.Context, args []string) error { return c.cmdPause(ctx, args, false) },
 		},
 		{
 			name: "resume", args: "ID...",
-			summary: "Continue paused sandboxes",
+			summary: "Continue paused (or start stopped) sandboxes",
 			detail:  `Each resumed sandbox gets a new lease of the length it was created with.`,
 			run:     func(c *cli, ctx context.Context, args []string) error { return c.cmdPause(ctx, args, true) },
+		},
+		{
+			name: "stop", args: "[--keep-for D] ID...",
+			summary: "Stop sandboxes, keeping their files",
+			detail: `Ends every process and keeps the files for --keep-for (default: the
+daemon's stop retention, 7 days); only storage is billed meanwhile.
+"paddock start ID" boots it again. (kill deletes a sandbox.)`,
+			run: (*cli).cmdStop,
 		},
 		{
 			name: "metrics", args: "[--json] ID",
@@ -165,11 +177,14 @@ own name. Only regular files are copied.
 			run:     (*cli).cmdPs,
 		},
 		{
-			name: "start", args: "[flags] ID [--] CMD [ARG...]",
-			summary: "Start a background process in a sandbox",
-			detail: `Starts the command and prints the process id at once; see it with ps.
+			name: "start", args: "[flags] ID [--] CMD [ARG...]  |  start ID",
+			summary: "Start a background process, or a stopped sandbox",
+			detail: `With a command: starts it and prints the process id at once; see it with
+ps. Without one: boots the stopped sandbox ID again from its kept files
+(fresh processes, same id, network policy and resources).
 
-  paddock start sb_123 -- python3 -m http.server 8000`,
+  paddock start sb_123 -- python3 -m http.server 8000
+  paddock start sb_123`,
 			run: (*cli).cmdStart,
 		},
 		{

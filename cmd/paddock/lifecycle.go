@@ -15,6 +15,11 @@ func (c *cli) cmdPause(ctx context.Context, args []string, resume bool) error {
 		name = "resume"
 	}
 	fs := c.flagSet(name)
+	var keepFor, thenStop seconds
+	if !resume {
+		fs.Var(&keepFor, "keep-for", "keep the paused sandbox for `D` (seconds or a duration like 72h; default: the daemon's)")
+		fs.Var(&thenStop, "then-stop-after", "stop it (files kept) `D` after the pause (default: never)")
+	}
 	pos, err := c.parse(fs, args, -1)
 	if err != nil {
 		return err
@@ -27,7 +32,7 @@ func (c *cli) cmdPause(ctx context.Context, args []string, resume bool) error {
 		if resume {
 			err = sb.Resume(ctx)
 		} else {
-			err = sb.Pause(ctx)
+			err = sb.PauseFor(ctx, keepFor.duration(), thenStop.duration())
 		}
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", name, id, err)

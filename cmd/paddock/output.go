@@ -57,9 +57,10 @@ func relTime(t, now time.Time) string {
 	}
 }
 
-// ended reports whether a sandbox state is final.
+// ended reports whether a sandbox state is final (a stopped sandbox
+// keeps its files and can start again).
 func ended(state string) bool {
-	return state == api.StateStopped || state == api.StateTerminated
+	return state == api.StateTerminated
 }
 
 // expires describes when a sandbox expires: "in 4m", "expired" or "-" for
@@ -138,10 +139,22 @@ func writeSandbox(w io.Writer, sb api.Sandbox, now time.Time) error {
 	line("Created", timeAndRel(sb.CreatedAt, now))
 	if sb.EndedAt != nil {
 		line("Ended", timeAndRel(*sb.EndedAt, now))
+	} else if sb.State == api.StatePaused || sb.State == api.StateStopped {
+		line("Kept until", timeAndRel(sb.ExpiresAt, now))
 	} else {
 		line("Expires", timeAndRel(sb.ExpiresAt, now))
 	}
+	if sb.IdleTimeoutSeconds > 0 {
+		line("Idle", fmt.Sprintf("%s after %ds (auto-resume %v)", sb.OnIdle, sb.IdleTimeoutSeconds, sb.AutoResume))
+	}
 	line("Metadata", orDash(formatKV(sb.Metadata, ", ")))
+	for i, e := range sb.History {
+		k := ""
+		if i == 0 {
+			k = "History:"
+		}
+		fmt.Fprintf(tw, "%s\t%s %s (%s)\n", k, e.At.Local().Format(time.RFC3339), e.State, e.Reason)
+	}
 	return tw.Flush()
 }
 

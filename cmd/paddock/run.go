@@ -28,6 +28,7 @@ type sandboxFlags struct {
 	meta      kvList
 	onTimeout string
 	maxCost   int64
+	idle      idleFlags
 }
 
 // register defines the sandbox flags in fs.
@@ -40,8 +41,9 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.pids, "pids", 0, "maximum number of processes and threads (`N`)")
 	fs.Var(&f.env, "env", "set `K=V` in the sandbox's environment (repeatable; K alone copies the local value)")
 	fs.Var(&f.meta, "meta", "attach metadata `K=V` (repeatable)")
-	fs.StringVar(&f.onTimeout, "on-timeout", "", "what happens at the end of the lease: `kill` (default) or pause")
+	fs.StringVar(&f.onTimeout, "on-timeout", "", "what happens at the end of the lease: `kill` (default), pause, or stop (files kept)")
 	fs.Int64Var(&f.maxCost, "max-cost", 0, "stop the sandbox once it has cost `MICROS` (0 = no limit)")
+	f.idle.register(fs)
 }
 
 // createRequest builds the CreateSandboxRequest of the flags.
@@ -65,6 +67,7 @@ func (c *cli) createRequest(f *sandboxFlags) (*api.CreateSandboxRequest, error) 
 		OnTimeout:      f.onTimeout,
 		MaxCostMicros:  f.maxCost,
 	}
+	f.idle.apply(req)
 	if f.vcpus > 0 || f.memory > 0 || f.disk > 0 || f.pids > 0 {
 		req.Resources = &api.Resources{VCPUs: f.vcpus, MemoryMiB: f.memory, DiskMiB: f.disk, PIDs: f.pids}
 	}

@@ -24,8 +24,8 @@ func (c *cli) cmdStart(ctx context.Context, args []string) error {
 		return usagef("start", "no sandbox ID given")
 	}
 	id, cmdline := pos[0], pos[1:]
-	if len(cmdline) == 0 {
-		return usagef("start", "no command given")
+	if len(cmdline) == 0 { // "paddock start ID": boot a stopped sandbox
+		return c.bootSandbox(ctx, id)
 	}
 	if ef.shell && len(cmdline) > 1 {
 		return usagef("start", "--shell takes the command as one argument; quote it")

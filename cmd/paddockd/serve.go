@@ -34,22 +34,23 @@ const defaultStateDir = "/var/lib/paddock"
 // Config is the daemon configuration file (JSON). Flags given on the
 // command line override it.
 type Config struct {
-	Listen                string                        `json:"listen,omitempty"`
-	StateDir              string                        `json:"state_dir,omitempty"`
-	MaxSandboxes          int                           `json:"max_sandboxes,omitempty"`
-	MaxSandboxesPerKey    int                           `json:"max_sandboxes_per_key,omitempty"`
-	MaxFileBytes          int64                         `json:"max_file_bytes,omitempty"`
-	Runtime               string                        `json:"runtime,omitempty"`
-	Runtimes              map[string]string             `json:"runtimes,omitempty"`
-	AgentBinary           string                        `json:"agent_binary,omitempty"`
-	Templates             map[string]container.Template `json:"templates,omitempty"`
-	Defaults              *sandbox.Resources            `json:"defaults,omitempty"`
-	DefaultTimeout        int64                         `json:"default_timeout_seconds,omitempty"`
-	LogLevel              string                        `json:"log_level,omitempty"`
-	UIDBase               int64                         `json:"uid_base,omitempty"`
-	CgroupParent          string                        `json:"cgroup_parent,omitempty"`
-	Prices                *manager.Prices               `json:"prices,omitempty"`
-	PauseRetentionSeconds int64                         `json:"pause_retention_seconds,omitempty"`
+	Listen             string                        `json:"listen,omitempty"`
+	StateDir           string                        `json:"state_dir,omitempty"`
+	MaxSandboxes       int                           `json:"max_sandboxes,omitempty"`
+	MaxSandboxesPerKey int                           `json:"max_sandboxes_per_key,omitempty"`
+	MaxFileBytes       int64                         `json:"max_file_bytes,omitempty"`
+	Runtime            string                        `json:"runtime,omitempty"`
+	Runtimes           map[string]string             `json:"runtimes,omitempty"`
+	AgentBinary        string                        `json:"agent_binary,omitempty"`
+	Templates          map[string]container.Template `json:"templates,omitempty"`
+	Defaults           *sandbox.Resources            `json:"defaults,omitempty"`
+	DefaultTimeout     int64                         `json:"default_timeout_seconds,omitempty"`
+	LogLevel           string                        `json:"log_level,omitempty"`
+	UIDBase            int64                         `json:"uid_base,omitempty"`
+	CgroupParent       string                        `json:"cgroup_parent,omitempty"`
+	Prices             *manager.Prices               `json:"prices,omitempty"`
+	// Retention of paused and stopped sandboxes (retention.go).
+	Retention
 	// WarmPool is the number of idle sandboxes kept ready per template.
 	WarmPool map[string]int `json:"warm_pool,omitempty"`
 	// TemplateCacheBytes is the disk budget of the template store (image
@@ -82,6 +83,7 @@ func serve(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
 	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
+	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
 	registryAllow := fs.String("registry-allow", "", `comma-separated registries template imports may fetch from: host, host:port or CIDR (may be private), "*" = any registry whose addresses are all public (default "*")`)
@@ -142,6 +144,7 @@ func serve(args []string) error {
 	}
 	limits(&cfg.Limits, set)
 	applyE2B(&cfg.E2B, set)
+	retention.apply(&cfg.Retention, set)
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -237,7 +240,10 @@ func run(cfg Config) error {
 	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
 		return err
 	}
-	mcfg := managerConfig(cfg)
+	mcfg, err := managerConfig(cfg)
+	if err != nil {
+		return err
+	}
 	mcfg.WarmPool = cfg.WarmPool
 	metrics := server.NewMetrics()
 	mcfg.Events = metrics.Event
@@ -336,7 +342,7 @@ func findRuntimes(cfg *Config) (map[string]string, error) {
 }
 
 // managerConfig is the manager's configuration from the daemon's.
-func managerConfig(cfg Config) manager.Config {
+func managerConfig(cfg Config) (manager.Config, error) {
 	mcfg := manager.DefaultConfig()
 	mcfg.MaxSandboxes, mcfg.MaxPerKey = cfg.MaxSandboxes, cfg.MaxSandboxesPerKey
 	switch {
@@ -352,10 +358,7 @@ func managerConfig(cfg Config) manager.Config {
 	if cfg.Prices != nil {
 		mcfg.Prices = *cfg.Prices
 	}
-	if cfg.PauseRetentionSeconds > 0 {
-		mcfg.PauseRetention = time.Duration(cfg.PauseRetentionSeconds) * time.Second
-	}
-	return mcfg
+	return mcfg, applyRetention(&mcfg, cfg.Retention)
 }
 
 func isExecutable(p string) bool {

@@ -46,7 +46,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, owner string) err
 	if _, err := s.live(r, owner); err != nil {
 		return err
 	}
-	if _, err := s.mgr.Pause(r.Context(), owner, r.PathValue("id")); err != nil {
+	if _, err := s.mgr.Pause(r.Context(), owner, r.PathValue("id"), sandbox.Retention{}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

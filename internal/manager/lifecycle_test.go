@@ -115,7 +115,7 @@ func TestPauseResume(t *testing.T) {
 		t.Errorf("Resume of a running sandbox: %v, want ErrConflict", err)
 	}
 	tm.backend.Fail(fake.OpPause, errors.New("freezer stuck"))
-	if _, err := tm.m.Pause(ctx, "alice", rec.ID); err == nil {
+	if _, err := tm.m.Pause(ctx, "alice", rec.ID, sandbox.Retention{}); err == nil {
 		t.Fatalf("Pause with a failing backend succeeded")
 	}
 	if r := tm.record(rec.ID); r.State != sandbox.Running {
@@ -123,7 +123,7 @@ func TestPauseResume(t *testing.T) {
 	}
 	tm.backend.Fail(fake.OpPause, nil)
 
-	p, err := tm.m.Pause(ctx, "alice", rec.ID)
+	p, err := tm.m.Pause(ctx, "alice", rec.ID, sandbox.Retention{})
 	if err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestPauseResume(t *testing.T) {
 	if !tm.backend.Host().Paused(rec.ID) {
 		t.Errorf("the backend did not pause the sandbox")
 	}
-	if _, err := tm.m.Pause(ctx, "alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {
+	if _, err := tm.m.Pause(ctx, "alice", rec.ID, sandbox.Retention{}); !errors.Is(err, sandbox.ErrConflict) {
 		t.Errorf("Pause of a paused sandbox: %v, want ErrConflict", err)
 	}
 	if _, err := tm.m.Running(context.Background(), "alice", rec.ID); !errors.Is(err, sandbox.ErrConflict) {

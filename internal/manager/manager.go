@@ -48,8 +48,15 @@ type Config struct {
 	ReapInterval     time.Duration
 	LivenessInterval time.Duration
 	// PauseRetention is how long a sandbox may stay paused before it is
-	// terminated.
-	PauseRetention time.Duration
+	// terminated when the pause asks for no keep_for; MaxPauseRetention
+	// bounds what a pause may ask for (at most MaxRetention).
+	PauseRetention    time.Duration
+	MaxPauseRetention time.Duration
+	// StopRetention is how long a stopped sandbox's files are kept when the
+	// stop asks for no keep_for (and at a stopping lease end or idle);
+	// MaxStopRetention bounds what a stop may ask for.
+	StopRetention    time.Duration
+	MaxStopRetention time.Duration
 	// Prices is the price table for cost accounting and max_cost_micros.
 	Prices Prices
 	// Events, if set, is called with the name of each lifecycle event
@@ -63,16 +70,19 @@ type Config struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		Defaults:         sandbox.Resources{VCPUs: 1, MemoryMiB: 512, DiskMiB: 1024, PIDs: 256},
-		Max:              sandbox.Resources{VCPUs: 8, MemoryMiB: 16384, DiskMiB: 65536, PIDs: 32768},
-		DefaultTimeout:   300 * time.Second,
-		MaxTimeout:       24 * time.Hour,
-		MaxSandboxes:     100,
-		RetainEnded:      10 * time.Minute,
-		ReapInterval:     time.Second,
-		LivenessInterval: 5 * time.Second,
-		PauseRetention:   24 * time.Hour,
-		Prices:           DefaultPrices(),
+		Defaults:          sandbox.Resources{VCPUs: 1, MemoryMiB: 512, DiskMiB: 1024, PIDs: 256},
+		Max:               sandbox.Resources{VCPUs: 8, MemoryMiB: 16384, DiskMiB: 65536, PIDs: 32768},
+		DefaultTimeout:    300 * time.Second,
+		MaxTimeout:        24 * time.Hour,
+		MaxSandboxes:      100,
+		RetainEnded:       10 * time.Minute,
+		ReapInterval:      time.Second,
+		LivenessInterval:  5 * time.Second,
+		PauseRetention:    24 * time.Hour,
+		MaxPauseRetention: 7 * 24 * time.Hour,
+		StopRetention:     7 * 24 * time.Hour,
+		MaxStopRetention:  30 * 24 * time.Hour,
+		Prices:            DefaultPrices(),
 	}
 }
 
@@ -91,6 +101,7 @@ type Manager struct {
 	mu      sync.Mutex
 	live    map[string]string // live sandbox id → owner
 	idLocks map[string]*sync.Mutex
+	act     map[string]*activity // live sandbox id → its recent use (idle.go)
 }
 
 // Deps are the manager's collaborators; cmd/paddockd wires them. Store
@@ -129,7 +140,8 @@ func New(cfg Config, d Deps) *Manager {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
-		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{}}
+		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
+		act: map[string]*activity{}}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }
@@ -210,6 +222,7 @@ func (m *Manager) Create(ctx context.Context, owner string, req sandbox.CreateRe
 	rec, err = m.store.Update(rec.ID, func(r *store.Record) error {
 		r.State, r.Runtime = sandbox.Running, info.Runtime
 		r.ExpiresAt = now.Add(timeout)
+		r.AddEvent(now, sandbox.Running, "create")
 		r.Usage.SampledAt = now
 		return nil
 	})
@@ -247,6 +260,7 @@ func (m *Manager) admit(id, owner string) error {
 func (m *Manager) release(id string) {
 	m.mu.Lock()
 	delete(m.live, id)
+	delete(m.act, id)
 	m.mu.Unlock()
 }
 
@@ -255,6 +269,8 @@ func (m *Manager) end(id string, state sandbox.State, reason string) {
 	now := time.Now().UTC()
 	_, err := m.store.Update(id, func(r *store.Record) error {
 		r.State, r.Reason, r.EndedAt = state, reason, &now
+		r.PausedAt, r.StoppedAt, r.StopAt = nil, nil, nil
+		r.AddEvent(now, state, reason)
 		return nil
 	})
 	if err != nil {
@@ -271,13 +287,17 @@ func (m *Manager) Get(ctx context.Context, owner, id string) (*store.Record, err
 	return r, nil
 }
 
-// Running returns owner's sandbox id if it is running, for exec and files.
+// Running returns owner's sandbox id if it is running, for exec, files,
+// processes and every other call that needs its agent. It is the one
+// lifecycle hook of those calls: it counts as activity, and a paused or
+// stopped sandbox created with auto_resume is resumed or started first
+// (idle.go).
 func (m *Manager) Running(ctx context.Context, owner, id string) (*store.Record, error) {
 	r, err := m.Get(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
-	return mustRun(r)
+	return m.wake(ctx, r)
 }
 
 // mustRun returns r if it is running, else a conflict error.
@@ -305,10 +325,10 @@ func (m *Manager) terminate(ctx context.Context, id string, state sandbox.State,
 	if err != nil {
 		return err
 	}
-	if !r.State.Live() {
+	if !r.State.Kept() || r.StoppedAt == nil && r.State == sandbox.Stopped { // ended (or a stopped record of an older daemon)
 		return nil
 	}
-	if r.State == sandbox.Running {
+	if r.State == sandbox.Running || r.State == sandbox.Stopped {
 		m.finalSample(ctx, id)
 	}
 	if err := m.backend.Destroy(ctx, id); err != nil {

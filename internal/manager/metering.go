@@ -18,17 +18,22 @@ type Prices struct {
 	CPUFloor       float64 `json:"cpu_floor"`
 	// MemoryPerGiBHour is charged per GiB of memory limit per running hour.
 	MemoryPerGiBHour float64 `json:"memory_per_gib_hour_micros"`
+	// StoragePerGiBHour is charged per GiB of disk limit (disk_mib) per
+	// hour while a sandbox is stopped with its files kept; it is all a
+	// stopped sandbox costs.
+	StoragePerGiBHour float64 `json:"storage_per_gib_hour_micros"`
 }
 
 // DefaultPrices is the documented default price table.
 func DefaultPrices() Prices {
-	return Prices{CPUPerVCPUHour: 50000, CPUFloor: 0.1, MemoryPerGiBHour: 5000}
+	return Prices{CPUPerVCPUHour: 50000, CPUFloor: 0.1, MemoryPerGiBHour: 5000, StoragePerGiBHour: 100}
 }
 
 // cost prices a usage of a sandbox with resources res.
 func (p Prices) cost(u store.Usage, res sandbox.Resources) int64 {
 	cpu := max(u.CPUSeconds, p.CPUFloor*res.VCPUs*u.RunningSeconds)
-	return int64(cpu/3600*p.CPUPerVCPUHour + u.MemoryGiBSeconds/3600*p.MemoryPerGiBHour)
+	return int64(cpu/3600*p.CPUPerVCPUHour + u.MemoryGiBSeconds/3600*p.MemoryPerGiBHour +
+		u.StoredGiBSeconds/3600*p.StoragePerGiBHour)
 }
 
 // leaseCost is the least a sandbox costs over a lease of d.
@@ -37,14 +42,17 @@ func (p Prices) leaseCost(res sandbox.Resources, d time.Duration) int64 {
 	return p.cost(store.Usage{RunningSeconds: s, MemoryGiBSeconds: float64(res.MemoryMiB) / 1024 * s}, res)
 }
 
-// accrue adds the time since the last sample to u (only while running)
+// accrue adds the time since the last sample to u (running time while
+// running, stored disk while stopped; a paused sandbox accrues nothing)
 // and records the backend's cumulative counters.
 func accrue(u *store.Usage, r *store.Record, st sandbox.Stats, now time.Time, prices Prices) {
-	if r.State == sandbox.Running && !u.SampledAt.IsZero() {
-		dt := now.Sub(u.SampledAt).Seconds()
-		if dt > 0 {
+	if dt := now.Sub(u.SampledAt).Seconds(); !u.SampledAt.IsZero() && dt > 0 {
+		switch r.State {
+		case sandbox.Running:
 			u.RunningSeconds += dt
 			u.MemoryGiBSeconds += float64(r.Resources.MemoryMiB) / 1024 * dt
+		case sandbox.Stopped:
+			u.StoredGiBSeconds += float64(r.Resources.DiskMiB) / 1024 * dt
 		}
 	}
 	u.CPUSeconds = max(u.CPUSeconds, st.CPUSeconds)
@@ -64,6 +72,9 @@ func (m *Manager) sample(ctx context.Context) {
 	stats := map[string]sandbox.Stats{}
 	var ids []string
 	for _, r := range recs {
+		if r.State == sandbox.Stopped && r.StoppedAt != nil {
+			ids = append(ids, r.ID) // storage accrues
+		}
 		if r.State == sandbox.Running || r.State == sandbox.Paused {
 			ids = append(ids, r.ID)
 			if ok {
@@ -76,7 +87,7 @@ func (m *Manager) sample(ctx context.Context) {
 	now := time.Now().UTC()
 	var over []string
 	err = m.store.UpdateMany(ids, func(r *store.Record) error {
-		if !r.State.Live() {
+		if !r.State.Kept() {
 			return nil
 		}
 		accrue(&r.Usage, r, stats[r.ID], now, m.cfg.Prices)
@@ -89,7 +100,7 @@ func (m *Manager) sample(ctx context.Context) {
 		m.log.Error("metering: persist", "err", err)
 	}
 	for _, id := range over {
-		if err := m.terminate(ctx, id, sandbox.Stopped, "cost limit reached"); err != nil {
+		if err := m.terminate(ctx, id, sandbox.Terminated, "cost limit reached"); err != nil {
 			m.log.Error("metering: stop", "sandbox", id, "err", err)
 		}
 	}
@@ -107,7 +118,7 @@ func (m *Manager) Metrics(ctx context.Context, owner, id string) (*sandbox.Metri
 	}
 	u := r.Usage
 	now := time.Now().UTC()
-	if r.State.Live() {
+	if r.State.Kept() {
 		accrue(&u, r, st, now, m.cfg.Prices)
 	}
 	return &sandbox.Metrics{

@@ -75,7 +75,7 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.Create
 // create.
 func poolable(req sandbox.CreateRequest) bool {
 	req.Template, req.TimeoutSeconds, req.Env, req.Metadata, req.Resources = "", 0, nil, nil, sandbox.Resources{}
-	req.OnTimeout, req.MaxCostMicros = "", 0
+	req.OnTimeout, req.MaxCostMicros, req.Idle = "", 0, sandbox.IdlePolicy{}
 	return reflect.ValueOf(req).IsZero()
 }
 
@@ -101,6 +101,9 @@ func (m *Manager) handOut(ctx context.Context, id, owner string, want *store.Rec
 		}
 		r.Owner, r.Metadata, r.Resources, r.Env = owner, want.Metadata, want.Resources, want.Env
 		r.TimeoutSeconds, r.OnTimeout, r.MaxCostMicros = want.TimeoutSeconds, want.OnTimeout, want.MaxCostMicros
+		r.Idle = want.Idle
+		r.History = nil
+		r.AddEvent(now, sandbox.Running, "create")
 		r.CreatedAt, r.ExpiresAt = now, now.Add(lease)
 		r.Usage = store.Usage{SampledAt: now}
 		return nil

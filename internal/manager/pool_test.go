@@ -284,7 +284,7 @@ func TestPoolFallbacks(t *testing.T) {
 // means a cold create, including fields added later.
 func TestPoolable(t *testing.T) {
 	applied := map[string]bool{"Template": true, "TimeoutSeconds": true, "Env": true, "Metadata": true,
-		"Resources": true, "OnTimeout": true, "MaxCostMicros": true}
+		"Resources": true, "OnTimeout": true, "MaxCostMicros": true, "Idle": true}
 	if !poolable(sandbox.CreateRequest{Template: "base", TimeoutSeconds: 5, Env: map[string]string{"a": "b"},
 		Metadata: map[string]string{"a": "b"}, Resources: sandbox.Resources{MemoryMiB: 5}, OnTimeout: "pause", MaxCostMicros: 5}) {
 		t.Fatal("applicable request refused")

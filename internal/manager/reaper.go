@@ -26,38 +26,42 @@ func (m *Manager) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	adopted := map[string]bool{}
+	adopted := map[string]bool{} // live sandboxes and stopped ones: their traces stay
 	now := time.Now()
 	for _, r := range recs {
-		switch {
-		case r.State == sandbox.Creating:
+		if r.State == sandbox.Stopped && r.StoppedAt != nil {
+			adopted[r.ID] = true
+			m.recoverStopped(ctx, r)
+			continue
+		}
+		if r.State == sandbox.Creating {
 			m.destroy(ctx, r.ID, sandbox.Terminated, "failed: daemon stopped during create")
-		case r.State.Live() && !now.Before(r.ExpiresAt) && r.State == sandbox.Running && r.OnTimeout == "pause":
-			alive, err := m.backend.Alive(ctx, r.ID)
-			if err != nil || !alive {
-				m.destroy(ctx, r.ID, sandbox.Stopped, "exited while the daemon was down")
+			continue
+		}
+		if !r.State.Live() {
+			continue
+		}
+		alive, err := m.backend.Alive(ctx, r.ID)
+		if err != nil || !alive {
+			// Gone while the daemon was down (a host reboot): a paused
+			// sandbox, or one that asked to be stopped, keeps its files.
+			if m.keepsFiles(r) {
+				adopted[r.ID] = true
+				m.lostProcesses(ctx, r)
 				continue
 			}
-			m.adopt(r.ID, r.Owner)
-			adopted[r.ID] = true
-			if _, err := m.pause(ctx, r.ID, "expired"); err != nil {
-				m.log.Error("recover: pause at lease end", "sandbox", r.ID, "err", err)
-			}
-		case r.State.Live() && !now.Before(r.ExpiresAt):
-			reason := "expired"
-			if r.State == sandbox.Paused {
-				reason = "expired while paused"
-			}
-			m.destroy(ctx, r.ID, sandbox.Terminated, reason)
-		case r.State.Live():
-			alive, err := m.backend.Alive(ctx, r.ID)
-			if err != nil || !alive {
-				m.destroy(ctx, r.ID, sandbox.Stopped, "exited while the daemon was down")
-				continue
-			}
-			m.adopt(r.ID, r.Owner)
-			adopted[r.ID] = true
-			m.log.Info("re-adopted sandbox", "sandbox", r.ID, "expires_at", r.ExpiresAt)
+			m.destroy(ctx, r.ID, sandbox.Terminated, "exited while the daemon was down")
+			continue
+		}
+		m.adopt(r.ID, r.Owner)
+		adopted[r.ID] = true
+		switch {
+		case r.State == sandbox.Running && !now.Before(r.ExpiresAt):
+			m.atLeaseEnd(ctx, r)
+		case r.State == sandbox.Paused && !now.Before(r.ExpiresAt):
+			m.terminate(ctx, r.ID, sandbox.Terminated, "expired while paused")
+		default:
+			m.log.Info("re-adopted sandbox", "sandbox", r.ID, "state", r.State, "expires_at", r.ExpiresAt)
 		}
 	}
 	for _, id := range onHost {
@@ -129,28 +133,34 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 			continue
 		}
 		switch {
-		case r.State == sandbox.Running && !now.Before(r.ExpiresAt) && r.OnTimeout == "pause":
-			if _, err := m.pause(ctx, r.ID, "expired"); err != nil {
-				m.log.Error("reaper: pause at lease end", "sandbox", r.ID, "err", err)
-				if err := m.terminate(ctx, r.ID, sandbox.Terminated, "expired"); err != nil {
-					m.log.Error("reaper: expire", "sandbox", r.ID, "err", err)
-				}
-			}
-		case r.State.Live() && r.State != sandbox.Creating && !now.Before(r.ExpiresAt):
-			reason := "expired"
-			if r.State == sandbox.Paused {
-				reason = "expired while paused"
-			}
-			if err := m.terminate(ctx, r.ID, sandbox.Terminated, reason); err != nil {
+		case r.State == sandbox.Stopped && r.StoppedAt != nil:
+			m.reapStopped(ctx, r, now, checkLive)
+		case r.State == sandbox.Running && !now.Before(r.ExpiresAt):
+			m.atLeaseEnd(ctx, r)
+		case r.State == sandbox.Paused && !now.Before(r.ExpiresAt):
+			if err := m.terminate(ctx, r.ID, sandbox.Terminated, "expired while paused"); err != nil {
 				m.log.Error("reaper: expire", "sandbox", r.ID, "err", err)
+			}
+		case r.State == sandbox.Paused && r.StopAt != nil && !now.Before(*r.StopAt):
+			if _, err := m.stop(ctx, r.ID, "stopped after pause", r.ExpiresAt.Sub(now), nil); err != nil {
+				m.log.Error("reaper: stop after pause", "sandbox", r.ID, "err", err)
 			}
 		case (r.State == sandbox.Running || r.State == sandbox.Paused) && checkLive:
 			if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
-				if err := m.terminate(ctx, r.ID, sandbox.Stopped, "exited"); err != nil {
-					m.log.Error("reaper: stop", "sandbox", r.ID, "err", err)
+				if m.keepsFiles(r) {
+					m.lostProcesses(ctx, r)
+					continue
 				}
+				if err := m.terminate(ctx, r.ID, sandbox.Terminated, "exited"); err != nil {
+					m.log.Error("reaper: exited", "sandbox", r.ID, "err", err)
+				}
+				continue
 			}
-		case !r.State.Live() && r.EndedAt != nil && now.Sub(*r.EndedAt) > m.cfg.RetainEnded:
+			m.reapIdle(ctx, r, now)
+		case r.State == sandbox.Running:
+			m.reapIdle(ctx, r, now)
+		case !r.State.Kept() && r.EndedAt != nil && now.Sub(*r.EndedAt) > m.cfg.RetainEnded,
+			r.State == sandbox.Stopped && r.StoppedAt == nil && r.EndedAt != nil && now.Sub(*r.EndedAt) > m.cfg.RetainEnded:
 			m.store.Delete(r.ID)
 			m.mu.Lock()
 			delete(m.idLocks, r.ID)

@@ -29,7 +29,7 @@ func TestReaper(t *testing.T) {
 			sandbox.Paused, "expired", true},
 		{"pause retention expired", sandbox.CreateRequest{},
 			func(tm *testManager, id string) {
-				if _, err := tm.m.Pause(context.Background(), "alice", id); err != nil {
+				if _, err := tm.m.Pause(context.Background(), "alice", id, sandbox.Retention{}); err != nil {
 					tm.t.Fatal(err)
 				}
 				tm.expire(id)
@@ -41,7 +41,7 @@ func TestReaper(t *testing.T) {
 					tm.t.Fatal(err)
 				}
 			},
-			sandbox.Stopped, "exited", false},
+			sandbox.Terminated, "exited", false},
 		{"over its cost limit", sandbox.CreateRequest{MaxCostMicros: 2000},
 			func(tm *testManager, id string) {
 				// An hour of CPU costs far more than 2000 micros.
@@ -49,7 +49,30 @@ func TestReaper(t *testing.T) {
 					tm.t.Fatal(err)
 				}
 			},
-			sandbox.Stopped, "cost limit reached", false},
+			sandbox.Terminated, "cost limit reached", false},
+		{"lease expired, on_timeout stop", sandbox.CreateRequest{OnTimeout: sandbox.OnTimeoutStop},
+			func(tm *testManager, id string) { tm.expire(id) },
+			sandbox.Stopped, "expired", true},
+		{"stop retention expired", sandbox.CreateRequest{},
+			func(tm *testManager, id string) {
+				if _, err := tm.m.Stop(context.Background(), "alice", id, 0); err != nil {
+					tm.t.Fatal(err)
+				}
+				tm.expire(id)
+			},
+			sandbox.Terminated, "expired while stopped", false},
+		{"pause, then stop", sandbox.CreateRequest{},
+			func(tm *testManager, id string) {
+				if _, err := tm.m.Pause(context.Background(), "alice", id,
+					sandbox.Retention{KeepForSeconds: 3600, ThenStopAfterSeconds: 1}); err != nil {
+					tm.t.Fatal(err)
+				}
+			},
+			sandbox.Stopped, "stopped after pause", true},
+		{"idle, on_idle pause", sandbox.CreateRequest{Idle: sandbox.IdlePolicy{TimeoutSeconds: 1}},
+			func(tm *testManager, id string) {}, sandbox.Paused, "idle", true},
+		{"idle, on_idle stop", sandbox.CreateRequest{Idle: sandbox.IdlePolicy{TimeoutSeconds: 1, OnIdle: sandbox.OnTimeoutStop}},
+			func(tm *testManager, id string) {}, sandbox.Stopped, "idle", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tm := newTestManager(t)

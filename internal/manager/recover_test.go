@@ -20,7 +20,7 @@ func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	live := tm.create("alice", sandbox.CreateRequest{})
 	paused := tm.create("alice", sandbox.CreateRequest{})
-	if _, err := tm.m.Pause(ctx, "alice", paused.ID); err != nil {
+	if _, err := tm.m.Pause(ctx, "alice", paused.ID, sandbox.Retention{}); err != nil {
 		t.Fatal(err)
 	}
 	died := tm.create("bob", sandbox.CreateRequest{})
@@ -57,7 +57,7 @@ func TestRecover(t *testing.T) {
 	}{
 		{live.ID, sandbox.Running, "", true},
 		{paused.ID, sandbox.Paused, "paused", true},
-		{died.ID, sandbox.Stopped, "exited while the daemon was down", false},
+		{died.ID, sandbox.Terminated, "exited while the daemon was down", false},
 		{expired.ID, sandbox.Terminated, "expired", false},
 		{pauseAtEnd.ID, sandbox.Paused, "expired", true},
 		{halfMade.ID, sandbox.Terminated, "failed: daemon stopped during create", false},

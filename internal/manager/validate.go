@@ -67,9 +67,14 @@ func (m *Manager) validate(req sandbox.CreateRequest) (*store.Record, error) {
 	switch req.OnTimeout {
 	case "":
 		req.OnTimeout = sandbox.OnTimeoutKill
-	case sandbox.OnTimeoutKill, sandbox.OnTimeoutPause:
+	case sandbox.OnTimeoutKill, sandbox.OnTimeoutPause, sandbox.OnTimeoutStop:
 	default:
-		return nil, fmt.Errorf("%w: on_timeout must be %q or %q", sandbox.ErrInvalid, sandbox.OnTimeoutKill, sandbox.OnTimeoutPause)
+		return nil, fmt.Errorf("%w: on_timeout must be %q, %q or %q", sandbox.ErrInvalid,
+			sandbox.OnTimeoutKill, sandbox.OnTimeoutPause, sandbox.OnTimeoutStop)
+	}
+	idle, err := validateIdle(req.Idle, m.cfg.MaxTimeout)
+	if err != nil {
+		return nil, err
 	}
 	if req.MaxCostMicros < 0 {
 		return nil, fmt.Errorf("%w: max_cost_micros must not be negative", sandbox.ErrInvalid)
@@ -83,6 +88,7 @@ func (m *Manager) validate(req sandbox.CreateRequest) (*store.Record, error) {
 		Template: tpl, CreatedAt: now, ExpiresAt: now.Add(d),
 		Metadata: req.Metadata, Resources: res, Env: req.Env,
 		TimeoutSeconds: int64(d / time.Second), OnTimeout: req.OnTimeout, MaxCostMicros: req.MaxCostMicros,
+		Idle: idle,
 	}, nil
 }
 

@@ -13,8 +13,11 @@ type CreateRequest struct {
 	Metadata map[string]string
 	// Resources are the limits; zero fields take the defaults.
 	Resources Resources
-	// OnTimeout is OnTimeoutKill (default) or OnTimeoutPause.
+	// OnTimeout is OnTimeoutKill (default), OnTimeoutPause or
+	// OnTimeoutStop.
 	OnTimeout string
+	// Idle is the idle policy (zero: never idle out).
+	Idle IdlePolicy
 	// MaxCostMicros bounds the sandbox's cost (0: no limit).
 	MaxCostMicros int64
 	// Network is the egress policy (nil: mode off).
@@ -27,7 +30,32 @@ type CreateRequest struct {
 const (
 	OnTimeoutKill  = "kill"
 	OnTimeoutPause = "pause"
+	OnTimeoutStop  = "stop"
 )
+
+// IdlePolicy says what happens to a sandbox nobody uses. Activity is any
+// API call on the sandbox and traffic through its ports (and, with
+// CountProcesses, a process running in it).
+type IdlePolicy struct {
+	// TimeoutSeconds of inactivity pause or stop the sandbox (0: never).
+	TimeoutSeconds int64
+	// OnIdle is OnTimeoutPause (default) or OnTimeoutStop.
+	OnIdle string
+	// AutoResume makes a call on a paused or stopped sandbox resume or
+	// start it before it is served.
+	AutoResume bool
+	// CountProcesses makes running processes count as activity.
+	CountProcesses bool
+}
+
+// Retention asks how long a paused or stopped sandbox is kept.
+type Retention struct {
+	// KeepForSeconds is how long it is kept (0: the daemon's default).
+	KeepForSeconds int64
+	// ThenStopAfterSeconds, for pause only, stops the paused sandbox (files
+	// kept, processes ended) after this long (0: never).
+	ThenStopAfterSeconds int64
+}
 
 // Network modes.
 const (

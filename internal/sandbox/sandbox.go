@@ -13,8 +13,14 @@ import (
 // State is the lifecycle state of a sandbox.
 type State string
 
-// States: creating → running → stopped/terminated. Paused is reserved for
-// backends that can freeze a sandbox.
+// States of the one lifecycle state machine (docs/api.md draws it):
+//
+//	creating → running ⇄ paused
+//	running, paused → stopped (processes ended, files kept) → running (start)
+//	any → terminated (files gone; the record stays for a while)
+//
+// Paused needs a backend that can freeze a sandbox (Pauser), stopped one
+// that can keep its disk (Stopper).
 const (
 	Creating   State = "creating"
 	Running    State = "running"
@@ -23,8 +29,13 @@ const (
 	Terminated State = "terminated"
 )
 
-// Live reports whether a sandbox in state s still holds host resources.
+// Live reports whether a sandbox in state s has processes (or is being
+// made): it holds a live slot. A stopped sandbox holds only its disk.
 func (s State) Live() bool { return s == Creating || s == Running || s == Paused }
+
+// Kept reports whether a sandbox in state s still exists: it is live or
+// stopped with its files kept.
+func (s State) Kept() bool { return s.Live() || s == Stopped }
 
 // Resources are the limits of one sandbox.
 type Resources struct {
@@ -96,6 +107,22 @@ var ErrNotSupported = errors.New("not supported")
 type Pauser interface {
 	Pause(ctx context.Context, id string) error
 	Resume(ctx context.Context, id string) error
+}
+
+// Stopper is implemented by backends that can end every process of a
+// sandbox while keeping its writable layer (files) on the host, and boot it
+// again from that layer. A stopped sandbox must need nothing live on the
+// host (no process, mount or loop device), so it outlives daemon restarts
+// and host reboots.
+type Stopper interface {
+	// Stop ends every process of the sandbox and releases everything but
+	// its disk and metadata. It is idempotent and also tidies a sandbox
+	// whose stop or start was cut short by a crash.
+	Stop(ctx context.Context, id string) error
+	// Start boots a stopped sandbox from its kept disk with spec (same id;
+	// the network is freshly prepared). When it fails the sandbox is left
+	// stopped, its files intact.
+	Start(ctx context.Context, spec Spec) (Info, error)
 }
 
 // Stats is a sample of a sandbox's resource use. CPUSeconds and the

@@ -13,6 +13,8 @@ func createRequest(r api.CreateSandboxRequest) sandbox.CreateRequest {
 	out := sandbox.CreateRequest{
 		Template: r.Template, TimeoutSeconds: r.TimeoutSeconds, Env: r.Env, Metadata: r.Metadata,
 		OnTimeout: r.OnTimeout, MaxCostMicros: r.MaxCostMicros, Secrets: r.Secrets,
+		Idle: sandbox.IdlePolicy{TimeoutSeconds: r.IdleTimeoutSeconds, OnIdle: r.OnIdle,
+			AutoResume: r.AutoResume, CountProcesses: r.IdleCountsProcesses},
 	}
 	if r.Resources != nil {
 		out.Resources = sandbox.Resources{VCPUs: r.Resources.VCPUs, MemoryMiB: r.Resources.MemoryMiB,

@@ -31,7 +31,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paddock_lifecycle_events_total", Help: "Sandbox lifecycle and reaper actions (create, delete, expire, pause, resume, exited, cost_limit).",
+			Name: "paddock_lifecycle_events_total", Help: "Sandbox lifecycle and reaper actions (create, delete, expire, pause, resume, stop, start, idle, exited, cost_limit).",
 		}, []string{"event"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paddock_api_errors_total", Help: "API error answers by error code.",

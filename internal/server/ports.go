@@ -139,6 +139,7 @@ func (s *Server) authorizePort(w http.ResponseWriter, r *http.Request, id string
 		writeError(w, fmt.Errorf("%w: an API key or a signed port URL is required", sandbox.ErrUnauthorized))
 		return false
 	}
+	defer s.mgr.Active("", id)() // port traffic is activity (idle timeouts)
 	if _, err := s.mgr.RunningAny(r.Context(), id); err != nil {
 		writeError(w, err)
 		return false

@@ -69,6 +69,8 @@ func routeTable() []route {
 		keyed("POST /v1/sandboxes/{id}/timeout", (*Server).setTimeout),
 		keyed("POST /v1/sandboxes/{id}/pause", (*Server).pauseSandbox),
 		keyed("POST /v1/sandboxes/{id}/resume", (*Server).resumeSandbox),
+		keyed("POST /v1/sandboxes/{id}/stop", (*Server).stopSandbox),
+		keyed("POST /v1/sandboxes/{id}/start", (*Server).startSandbox),
 		keyed("GET /v1/sandboxes/{id}/metrics", (*Server).sandboxMetrics),
 		keyed("GET /v1/usage", (*Server).usage),
 

@@ -152,3 +152,17 @@ func TestRouteCheckCatchesOmissions(t *testing.T) {
 		}
 	})
 }
+
+// TestPassiveRoutesExist: every route exempted from the activity hook is
+// a route of the table (a typo would make it count as activity).
+func TestPassiveRoutesExist(t *testing.T) {
+	patterns := map[string]bool{}
+	for _, rt := range routeTable() {
+		patterns[rt.pattern] = true
+	}
+	for p := range passive {
+		if !patterns[p] {
+			t.Errorf("passive route %q is not in the route table", p)
+		}
+	}
+}

@@ -38,6 +38,14 @@ func toAPI(r *store.Record) api.Sandbox {
 		out.Network.Mode = api.NetworkOff
 	}
 	out.Secrets = r.Secrets
+	out.StoppedAt, out.StopAt = r.StoppedAt, r.StopAt
+	if r.Idle.TimeoutSeconds > 0 {
+		out.IdleTimeoutSeconds, out.OnIdle = r.Idle.TimeoutSeconds, r.Idle.OnIdle
+	}
+	out.AutoResume, out.IdleCountsProcesses = r.Idle.AutoResume, r.Idle.CountProcesses
+	for _, e := range r.History {
+		out.History = append(out.History, api.LifecycleEvent{At: e.At, State: string(e.State), Reason: e.Reason})
+	}
 	return out
 }
 
@@ -124,7 +132,12 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, owner string
 }
 
 func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
-	rec, err := s.mgr.Pause(r.Context(), owner, r.PathValue("id"))
+	var req api.PauseRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil && !errors.Is(err, errEmptyBody) {
+		return err
+	}
+	rec, err := s.mgr.Pause(r.Context(), owner, r.PathValue("id"),
+		sandbox.Retention{KeepForSeconds: req.KeepForSeconds, ThenStopAfterSeconds: req.ThenStopAfterSeconds})
 	if err != nil {
 		return err
 	}
@@ -134,6 +147,28 @@ func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request, owner stri
 
 func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
 	rec, err := s.mgr.Resume(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toAPI(rec))
+	return nil
+}
+
+func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req api.StopRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil && !errors.Is(err, errEmptyBody) {
+		return err
+	}
+	rec, err := s.mgr.Stop(r.Context(), owner, r.PathValue("id"), req.KeepForSeconds)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toAPI(rec))
+	return nil
+}
+
+func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request, owner string) error {
+	rec, err := s.mgr.Start(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

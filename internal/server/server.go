@@ -146,6 +146,9 @@ func (s *Server) withKey(h handlerFunc) http.Handler {
 			writeError(w, fmt.Errorf("%w: missing or unknown API key (Authorization: Bearer <key>)", sandbox.ErrUnauthorized))
 			return
 		}
+		if id := r.PathValue("id"); id != "" && !passive[r.Pattern] {
+			defer s.mgr.Active(owner, id)() // the one activity hook (idle timeouts)
+		}
 		if err := h(w, r, owner); err != nil {
 			code, st := classify(err)
 			if st >= 500 {
@@ -155,6 +158,16 @@ func (s *Server) withKey(h handlerFunc) http.Handler {
 			writeError(w, err)
 		}
 	})
+}
+
+// passive are the routes on a sandbox that are not activity for its idle
+// timeout: reading its record or metrics (a dashboard polling them must
+// not keep it awake) and lifecycle calls. Every other route with a
+// sandbox id is, new ones included.
+var passive = map[string]bool{
+	"GET /v1/sandboxes/{id}": true, "GET /v1/sandboxes/{id}/metrics": true, "DELETE /v1/sandboxes/{id}": true,
+	"POST /v1/sandboxes/{id}/pause": true, "POST /v1/sandboxes/{id}/resume": true,
+	"POST /v1/sandboxes/{id}/stop": true, "POST /v1/sandboxes/{id}/start": true,
 }
 
 func (s *Server) auth(r *http.Request) (string, bool) {

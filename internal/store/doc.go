@@ -80,6 +80,11 @@
 //	                           log.
 //	                           A bundle is destroyed, whatever part of it
 //	                           exists, when recovery does not re-adopt it.
+//	                           A stopped sandbox's bundle is only sandbox.json
+//	                           and disk.img (its slot stays reserved);
+//	                           recovery keeps it, tidying leftovers of an
+//	                           interrupted stop or start, and the reaper
+//	                           deletes it past its retention.
 //	runtime/<runtime>/<id>/    the OCI runtime's own state (runc, crun:
 //	                           state.json), under --root; the backend asks the
 //	                           runtime, never reads it.

@@ -39,7 +39,17 @@ type Record struct {
 	OnTimeout      string     `json:"on_timeout,omitempty"`
 	MaxCostMicros  int64      `json:"max_cost_micros,omitempty"`
 	PausedAt       *time.Time `json:"paused_at,omitempty"`
-	Usage          Usage      `json:"usage"`
+	// StoppedAt is set while the sandbox is stopped (files kept); its
+	// ExpiresAt is then the end of its retention, as while paused.
+	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+	// StopAt, while paused, is when the reaper stops it (pause, then stop).
+	StopAt *time.Time `json:"stop_at,omitempty"`
+	// Idle is the idle policy (see sandbox.IdlePolicy).
+	Idle IdlePolicy `json:"idle,omitempty"`
+	// History is the sandbox's lifecycle transitions, oldest first, the
+	// last MaxHistory kept.
+	History []Event `json:"history,omitempty"`
+	Usage   Usage   `json:"usage"`
 	// Network is the egress policy; Secrets the secret names bound to the
 	// sandbox and Placeholders the value its env holds for each.
 	Network      NetworkPolicy     `json:"network,omitempty"`
@@ -54,12 +64,42 @@ type NetworkPolicy struct {
 	Deny  []string `json:"deny,omitempty"`
 }
 
+// IdlePolicy is a persisted sandbox.IdlePolicy.
+type IdlePolicy struct {
+	TimeoutSeconds int64  `json:"timeout_seconds,omitempty"`
+	OnIdle         string `json:"on_idle,omitempty"`
+	AutoResume     bool   `json:"auto_resume,omitempty"`
+	CountProcesses bool   `json:"count_processes,omitempty"`
+}
+
+// Event is one lifecycle transition: the state entered, when, and why
+// ("create", "pause", "idle", "auto_resume", "expired", ...).
+type Event struct {
+	At     time.Time     `json:"at"`
+	State  sandbox.State `json:"state"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+// MaxHistory bounds Record.History.
+const MaxHistory = 64
+
+// AddEvent appends a transition to r's history, dropping the oldest past
+// MaxHistory.
+func (r *Record) AddEvent(at time.Time, state sandbox.State, reason string) {
+	r.History = append(r.History, Event{At: at, State: state, Reason: reason})
+	if n := len(r.History); n > MaxHistory {
+		r.History = append(r.History[:0:0], r.History[n-MaxHistory:]...)
+	}
+}
+
 // Usage is a sandbox's accumulated resource use, sampled by the reaper.
 type Usage struct {
-	CPUSeconds       float64   `json:"cpu_seconds"`
-	RunningSeconds   float64   `json:"running_seconds"`
-	MemoryPeakBytes  int64     `json:"memory_peak_bytes"`
-	MemoryGiBSeconds float64   `json:"memory_gib_seconds"`
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	RunningSeconds   float64 `json:"running_seconds"`
+	MemoryPeakBytes  int64   `json:"memory_peak_bytes"`
+	MemoryGiBSeconds float64 `json:"memory_gib_seconds"`
+	// StoredGiBSeconds is the disk (limit) kept while stopped, in GiB·s.
+	StoredGiBSeconds float64   `json:"stored_gib_seconds,omitempty"`
 	CostMicros       int64     `json:"cost_micros"`
 	SampledAt        time.Time `json:"sampled_at"`
 }

@@ -58,7 +58,7 @@ const Deadline = 60 * time.Second
 
 type subtest struct {
 	name  string
-	needs string // "", "pauser", "meter", "updater", "kill", "restart"
+	needs string // "", "pauser", "stopper", "pauser+stopper", "meter", "updater", "kill", "restart"
 	run   func(t *testing.T, h Harness, b sandbox.Backend)
 }
 
@@ -77,6 +77,8 @@ func subtests() []subtest {
 		{"ConcurrentCreates", "", testConcurrent},
 		{"PauseResume", "pauser", testPauseResume},
 		{"DestroyPaused", "pauser", testDestroyPaused},
+		{"StopKeepsFilesStartBoots", "stopper", testStopStart},
+		{"StopPaused", "pauser+stopper", testStopPaused},
 		{"StatsOfRunning", "meter", testStats},
 		{"UpdateLimits", "updater", testUpdate},
 		{"DeadSandboxStaysListed", "kill", testDead},
@@ -110,6 +112,12 @@ func missing(needs string, h Harness, b sandbox.Backend) string {
 		return ""
 	case "pauser":
 		_, ok = b.(sandbox.Pauser)
+	case "stopper":
+		_, ok = b.(sandbox.Stopper)
+	case "pauser+stopper":
+		_, ok = b.(sandbox.Stopper)
+		_, ok2 := b.(sandbox.Pauser)
+		ok = ok && ok2
 	case "meter":
 		_, ok = b.(sandbox.Meter)
 	case "updater":

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -318,60 +317,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return info, err
 	}
-	rootfs := filepath.Join(dir, "rootfs")
-	if err := root.mount(b, dir, upper, work, rootfs, m.UIDBase); err != nil {
-		return info, err
-	}
-	s, err := buildSpec(specParams{
-		ID: spec.ID, CgroupParent: b.cfg.CgroupParent, Rootfs: rootfs, HostMounts: root.hostMounts, UIDBase: m.UIDBase,
-		Resources: spec.Resources, Env: root.env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
-	})
-	if err != nil {
-		return info, err
-	}
-	if spec.Network != nil {
-		joinNetwork(s, spec.Network)
-	}
-	if rt.gvisor() {
-		if err := gvisorSocket(s, dir, int(m.UIDBase)); err != nil {
-			return info, err
-		}
-	}
-	s.Process.Env = dedupeEnv(s.Process.Env)
-	sb, _ := json.MarshalIndent(s, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
-		return info, err
-	}
-	var lf *os.File
-	if !rt.gvisor() {
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
-		if err != nil {
-			return info, fmt.Errorf("agent socket: %w", err)
-		}
-		ln.SetUnlinkOnClose(false)
-		lf, err = ln.File()
-		ln.Close()
-		if err != nil {
-			return info, err
-		}
-		defer lf.Close()
-	}
-	if err := rt.run(ctx, spec.ID, dir, lf); err != nil {
-		return info, err
-	}
-	// The agent must survive the sandbox's own OOM kills; only the host can
-	// lower its score (a user namespace cannot).
-	if b, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
-		pid := strings.TrimSpace(string(b))
-		os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte("-998"), 0)
-		if n, err := strconv.Atoi(pid); err == nil {
-			go reap(n)
-		}
-	}
-	if err := b.waitReady(ctx, spec.ID); err != nil {
-		return info, err
-	}
-	return sandbox.Info{ID: spec.ID, Runtime: rt.name}, nil
+	return b.boot(ctx, spec, root, m)
 }
 
 // reap waits for a sandbox's init process once it has been reparented to

@@ -17,6 +17,7 @@ var (
 	_ sandbox.Pauser  = (*Backend)(nil)
 	_ sandbox.Meter   = (*Backend)(nil)
 	_ sandbox.Updater = (*Backend)(nil)
+	_ sandbox.Stopper = (*Backend)(nil)
 )
 
 // idPattern is the container backend's: ids are path components.
@@ -36,6 +37,8 @@ const (
 	OpResume  Op = "resume"
 	OpStats   Op = "stats"
 	OpUpdate  Op = "update"
+	OpStop    Op = "stop"
+	OpStart   Op = "start"
 )
 
 // Config configures a Backend.
@@ -140,7 +143,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Info, 
 	reserved := &box{spec: spec, status: dead, halt: func() {}}
 	h.boxes[spec.ID] = reserved
 	h.mu.Unlock()
-	bx, err := h.start(spec)
+	bx, err := h.start(spec, "")
 	if err == nil {
 		err = fault
 	}
@@ -202,7 +205,7 @@ func (b *Backend) Alive(ctx context.Context, id string) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	bx, ok := h.boxes[id]
-	return ok && bx.status != dead, nil
+	return ok && bx.status != dead && bx.status != stopped, nil
 }
 
 // Dial connects to the sandbox's agent. A paused, dead or unreachable
@@ -223,7 +226,7 @@ func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
 	case !ok:
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
-	case bx.status == dead:
+	case bx.status == dead || bx.status == stopped:
 		why = "not running"
 	case bx.status == paused:
 		why = "paused"

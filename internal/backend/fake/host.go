@@ -56,6 +56,7 @@ const (
 	running status = iota
 	paused
 	dead
+	stopped // processes ended, workdir kept (Backend.Stop)
 )
 
 // box is one sandbox on the Host.
@@ -110,15 +111,19 @@ func (h *Host) Close() error {
 	return os.RemoveAll(h.dir)
 }
 
-// start runs a new sandbox's agent and applies its environment.
-func (h *Host) start(spec sandbox.Spec) (*box, error) {
+// start runs a new sandbox's agent and applies its environment; workdir
+// is a stopped sandbox's kept one, or "" for a new one.
+func (h *Host) start(spec sandbox.Spec, workdir string) (*box, error) {
 	h.mu.Lock()
 	h.seq++
 	n := h.seq
 	h.mu.Unlock()
+	if workdir == "" {
+		workdir = filepath.Join(h.dir, "w", strconv.Itoa(n), "workspace")
+	}
 	b := &box{spec: spec, resources: spec.Resources,
 		sock:    filepath.Join(h.dir, strconv.Itoa(n)+".sock"),
-		workdir: filepath.Join(h.dir, "w", strconv.Itoa(n), "workspace"),
+		workdir: workdir,
 		stats:   sandbox.Stats{MemoryBytes: 16 << 20, MemoryPeakBytes: 16 << 20, DiskBytes: 1 << 20, PIDs: 1}}
 	home := filepath.Join(filepath.Dir(b.workdir), "home")
 	for _, d := range []string{b.workdir, home} { // before any exec can come

@@ -1,12 +1,13 @@
 // The create call's parameters: REST fields, camelCase forms, checks before the request.
 
+import { applyIdle, type IdleParams } from "./lifecycle.js";
 import type { CreateSandboxRequest, NetworkMode, NetworkPolicy, OnTimeout } from "./types.js";
 
 /**
  * What `paddock.create()` takes: every CreateSandboxRequest field, plus
  * camelCase forms that win over their REST names when both are given.
  */
-export interface CreateParams extends Omit<CreateSandboxRequest, "network"> {
+export interface CreateParams extends Omit<CreateSandboxRequest, "network">, IdleParams {
   /** A NetworkPolicy, or just its mode ("off", "allowlist", "full"). */
   network?: NetworkPolicy | NetworkMode;
   /** The lease in milliseconds (rounded up to whole seconds); see `timeout_seconds`. */
@@ -41,6 +42,7 @@ export function checkCreate(params: CreateParams): CreateSandboxRequest {
     req.timeout_seconds = Math.ceil(timeoutMs / 1000);
   }
   if (onTimeout !== undefined) req.on_timeout = onTimeout;
+  applyIdle(params, req);
   if (maxCostMicros !== undefined) req.max_cost_micros = maxCostMicros;
   if (req.template !== undefined && (typeof req.template !== "string" || req.template === "")) {
     throw new TypeError("template must be a non-empty string");

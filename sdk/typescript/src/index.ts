@@ -3,6 +3,7 @@
 export { Paddock, SandboxList, type ListOptions, type PaddockOptions } from "./client.js";
 export { Secrets, Templates, type BuildOptions, type UsageOptions } from "./admin.js";
 export type { CreateParams } from "./create.js";
+export type { IdleParams, PauseOptions, StopOptions } from "./lifecycle.js";
 export { Sandbox, type Command, type ExecOptions, type ExecParams } from "./sandbox.js";
 export { CodeContexts, DEFAULT_CODE_SECONDS, type RunCodeOptions } from "./code.js";
 export { Files, type ListFilesOptions, type MkdirOptions, type RemoveOptions, type WriteFileOptions } from "./files.js";

@@ -3,6 +3,7 @@
 import { CodeContexts, type RunCodeOptions } from "./code.js";
 import { Files } from "./files.js";
 import { Process } from "./process.js";
+import { pauseBody, stopBody, type PauseOptions, type StopOptions } from "./lifecycle.js";
 import { NotFoundError } from "./errors.js";
 import { GRACE_MS, pathOf, type RequestOptions, type Transport } from "./http.js";
 import { killPty, listPtys, openPty, type PtyOptions, type Terminal } from "./terminal.js";
@@ -278,17 +279,37 @@ export class Sandbox implements AsyncDisposable {
     return this.#info;
   }
 
-  /** Freezes every process (the lease keeps running unless the daemon's config says otherwise). */
-  async pause(opts: RequestOptions = {}): Promise<SandboxInfo> {
-    return (this.#info = await this.#post("pause", undefined, opts));
+  /**
+   * Freezes every process (memory and files kept, CPU billing stops). It is
+   * kept `keepForSeconds` (default: the daemon's, 24 h) before it is deleted;
+   * with `thenStopAfterSeconds` the daemon stops it that long after the
+   * pause (files kept, processes ended), so its files outlive a host reboot.
+   */
+  async pause(opts: PauseOptions = {}): Promise<SandboxInfo> {
+    return (this.#info = await this.#post("pause", pauseBody(opts), opts));
   }
 
-  /** Thaws a paused sandbox; `expires_at` is renewed. */
+  /** Thaws a paused sandbox (or boots a stopped one); `expires_at` is renewed. */
   async resume(opts: RequestOptions = {}): Promise<SandboxInfo> {
     return (this.#info = await this.#post("resume", undefined, opts));
   }
 
   /**
+   * Ends every process and keeps the files for `keepForSeconds` (default: the
+   * daemon's, 7 days); only storage is billed. `boot()` starts it again.
+   */
+  async stop(opts: StopOptions = {}): Promise<SandboxInfo> {
+    return (this.#info = await this.#post("stop", stopBody(opts), opts));
+  }
+
+  /**
+   * Boots a stopped sandbox again from its files (POST .../start): fresh
+   * processes, same id, network policy and resources. (`start()` runs a process.)
+   */
+  async boot(opts: RequestOptions = {}): Promise<SandboxInfo> {
+    return (this.#info = await this.#post("start", undefined, opts));
+  }
+
    * Replaces the sandbox's egress policy, for example `{ mode: "off" }`.
    * Any mode change works: from `off` the sandbox gets its interface, to
    * `off` every connection is cut.

@@ -20,7 +20,10 @@ export interface Resources {
 }
 
 /** The values of `CreateSandboxRequest.on_timeout`. */
-export type OnTimeout = "kill" | "pause";
+export type OnTimeout = "kill" | "pause" | "stop";
+
+/** The values of `CreateSandboxRequest.on_idle`. */
+export type OnIdle = "pause" | "stop";
 
 /** The body of `POST /v1/sandboxes`. Every field is optional. */
 export interface CreateSandboxRequest {
@@ -39,15 +42,45 @@ export interface CreateSandboxRequest {
   /**
    * What happens when the lease ends: `kill` terminates the sandbox (reason
    * "expired"); `pause` pauses it instead (state `paused`, reason "expired"), to
-   * be resumed or, after the pause retention, terminated.
+   * be resumed or, after the pause retention, terminated; `stop` stops it with
+   * its files kept (state `stopped`, reason "expired"), to be started again or,
+   * after the stop retention, deleted.
    */
   on_timeout?: OnTimeout;
+  /**
+   * Seconds without activity after which the sandbox is paused or stopped
+   * (`on_idle`); 0 or absent: never. Activity is any API call on the sandbox
+   * (exec, processes, files, terminals, metrics, ...; a call in flight, such as
+   * a long exec, counts for as long as it runs) and any request through its
+   * ports. Processes running in the background do not count unless
+   * `idle_counts_processes` is set: an agent that started a server and went away
+   * should not keep paying for it.
+   */
+  idle_timeout_seconds?: number;
+  /**
+   * What idling out does: `pause` (memory and processes kept, default pause
+   * retention) or `stop` (files kept, processes ended, default stop retention).
+   * Reason "idle" either way.
+   */
+  on_idle?: OnIdle;
+  /**
+   * A call that needs the sandbox's processes (exec, processes, files,
+   * terminals, ports, lease) on a paused or stopped sandbox resumes or starts it
+   * first, then is served; its `history` shows an "auto_resume" entry. Without
+   * it such calls answer 409.
+   */
+  auto_resume?: boolean;
+  /**
+   * Processes started through the API that still run count as activity: the
+   * sandbox idles out only once they have ended.
+   */
+  idle_counts_processes?: boolean;
   /**
    * Cost cap in micro-units of the price table (see `Metrics`); 0 or absent
    * means no cap. A create whose first lease would cost more than this even at
    * the CPU floor is refused with 400. Once the sandbox's sampled cost (sampled
-   * every 5 seconds) reaches the cap, the sandbox is stopped: state `stopped`,
-   * reason "cost limit reached".
+   * every 5 seconds) reaches the cap, the sandbox is terminated: state
+   * `terminated`, reason "cost limit reached".
    */
   max_cost_micros?: number;
   /** The sandbox's egress policy; absent means `{"mode": "off"}`. */
@@ -69,31 +102,37 @@ export interface SandboxInfo {
   id: string;
   template: string;
   /**
-   * `creating` → `running` ⇄ `paused` → `stopped` / `terminated`. A paused
-   * sandbox's processes are frozen, with memory and files kept. Stopped and
-   * terminated are final: only the record remains.
+   * `creating` → `running` ⇄ `paused`; `running` / `paused` → `stopped`
+   * → `running` (start); any → `terminated`. A paused sandbox's processes
+   * are frozen, with memory and files kept; a stopped one has no processes and
+   * keeps its files until `expires_at`. Terminated is final: only the record
+   * remains.
    */
   state: SandboxState;
   /** RFC 3339 time. */
   created_at: string;
   /**
    * RFC 3339 time. Running: the end of the lease, when the reaper terminates the
-   * sandbox (or pauses it, with `on_timeout: pause`). Paused: `paused_at` + the
-   * pause retention (24 hours by default), when the reaper terminates it with
-   * reason "expired while paused".
+   * sandbox (or pauses it, with `on_timeout: pause`). Paused: the end of its
+   * retention (`paused_at` + `keep_for_seconds`, 24 hours by default), when the
+   * reaper terminates it with reason "expired while paused". Stopped: the end of
+   * its retention, when the reaper deletes it and its files ("expired while
+   * stopped").
    */
   expires_at: string;
   metadata: Record<string, string>;
   resources: Resources;
   /** The OCI runtime running the sandbox (runc, crun, ...). */
   runtime?: string;
-  /** RFC 3339 time; set once the sandbox is stopped or terminated. */
+  /** RFC 3339 time; set once the sandbox is terminated. */
   ended_at?: string;
   /**
-   * Why the sandbox is paused, stopped or terminated: "paused" (paused by
-   * request) or "expired" (paused at lease end) while paused; "deleted",
-   * "expired", "expired while paused", "exited", "cost limit reached", "failed:
-   * ..." once ended. Cleared by resume.
+   * Why the sandbox is paused, stopped or terminated: "paused" (by request),
+   * "expired" (at lease end) or "idle" while paused; "stopped" (by request),
+   * "expired", "idle", "stopped after pause", "processes lost" or "start
+   * interrupted" while stopped; "deleted", "expired", "expired while paused",
+   * "expired while stopped", "exited", "exited while the daemon was down", "cost
+   * limit reached", "failed: ..." once terminated. Cleared by resume and start.
    */
   reason?: string;
   /**
@@ -101,11 +140,29 @@ export interface SandboxInfo {
    * Sandboxes created by a daemon older than this field have "" here, which
    * means `kill`.
    */
-  on_timeout: "kill" | "pause";
+  on_timeout: "kill" | "pause" | "stop";
   /** The cost cap given at create; absent when there is none. */
   max_cost_micros?: number;
   /** RFC 3339 time at which the sandbox was paused; set only while it is paused. */
   paused_at?: string;
+  /** While paused with `then_stop_after_seconds`, when the reaper stops it. */
+  stop_at?: string;
+  /** RFC 3339 time at which the sandbox was stopped; set only while it is stopped. */
+  stopped_at?: string;
+  /** The idle timeout given at create; absent when there is none. */
+  idle_timeout_seconds?: number;
+  /** What idling out does; absent without an idle timeout. */
+  on_idle?: "pause" | "stop";
+  /** Whether calls resume or start the sandbox transparently. */
+  auto_resume?: boolean;
+  /** Whether running processes count as activity. */
+  idle_counts_processes?: boolean;
+  /**
+   * The sandbox's lifecycle transitions, oldest first (the last 64): the state
+   * entered, when, and why ("create", "pause", "resume", "stop", "start",
+   * "idle", "auto_resume", "expired", ...).
+   */
+  history?: LifecycleEvent[];
   /** The sandbox's current egress policy; always present, `{"mode": "off"}` by default. */
   network: NetworkPolicy;
   /** Names of the secrets bound at create; absent when there are none. */
@@ -267,6 +324,47 @@ export interface ListSandboxesResponse {
   sandboxes: SandboxInfo[];
   /** Pass as `cursor` for the next page; empty on the last page. */
   next_cursor: string;
+}
+
+/** One lifecycle transition of a sandbox. */
+export interface LifecycleEvent {
+  /** RFC 3339 time of the transition. */
+  at: string;
+  /** The state entered. */
+  state: "creating" | "running" | "paused" | "stopped" | "terminated";
+  /**
+   * What caused it: "create", "resume", "start", "auto_resume", "paused",
+   * "stopped", "idle", "expired", "deleted", ...
+   */
+  reason?: string;
+}
+
+/** The optional body of `POST /v1/sandboxes/{id}/pause`. */
+export interface PauseRequest {
+  /**
+   * How long the sandbox is kept (paused, then stopped with
+   * `then_stop_after_seconds`) before it is deleted; 0 or absent: the daemon's
+   * default (`--pause-retention`, 24 hours; with `then_stop_after_seconds`, that
+   * plus `--stop-retention`). At most `--max-pause-retention` (with
+   * `then_stop_after_seconds`: that plus `--max-stop-retention`); more is 400.
+   */
+  keep_for_seconds?: number;
+  /**
+   * Stop the paused sandbox (files kept, processes ended) this long after the
+   * pause, so its files outlive a host reboot and it is billed for storage only;
+   * 0 or absent: stay paused. Must be less than `keep_for_seconds`.
+   */
+  then_stop_after_seconds?: number;
+}
+
+/** The optional body of `POST /v1/sandboxes/{id}/stop`. */
+export interface StopRequest {
+  /**
+   * How long the stopped sandbox's files are kept; 0 or absent: the daemon's
+   * `--stop-retention` (7 days). At most `--max-stop-retention` (30 days by
+   * default); more is 400.
+   */
+  keep_for_seconds?: number;
 }
 
 /** The body of `POST /v1/sandboxes/{id}/timeout`; the new expiry is now + `timeout_seconds`. */

@@ -7,7 +7,7 @@ import math
 from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from . import _check
+from . import _check, _lifecycle
 from ._convert import format_time
 from .types import NetworkPolicy, Resources
 
@@ -59,6 +59,10 @@ def create_json(
     secrets: Any,
     on_timeout: Any,
     max_cost_micros: Any,
+    idle_timeout: Any = None,
+    on_idle: Any = None,
+    auto_resume: Any = None,
+    idle_counts_processes: Any = None,
 ) -> Dict[str, Any]:
     """The body of POST /v1/sandboxes."""
     body: Dict[str, Any] = {}
@@ -86,6 +90,7 @@ def create_json(
     m = _check.integer("max_cost_micros", max_cost_micros, minimum=1)
     if m:
         body["max_cost_micros"] = m
+    body.update(_lifecycle.idle_json(idle_timeout, on_idle, auto_resume, idle_counts_processes))
     return body
 
 

@@ -23,6 +23,9 @@ __all__ = [
     "Metrics",
     "Usage",
     "ListSandboxesResponse",
+    "LifecycleEvent",
+    "PauseRequest",
+    "StopRequest",
     "SetTimeoutRequest",
     "ExecRequest",
     "ExecResult",
@@ -91,6 +94,10 @@ class CreateSandboxRequest(Model):
     metadata: Dict[str, str] = field(default_factory=dict)
     resources: Optional[Resources] = None
     on_timeout: str = ""
+    idle_timeout_seconds: int = 0
+    on_idle: str = ""
+    auto_resume: bool = False
+    idle_counts_processes: bool = False
     max_cost_micros: int = 0
     network: Optional[NetworkPolicy] = None
     secrets: List[str] = field(default_factory=list)
@@ -105,6 +112,10 @@ class CreateSandboxRequest(Model):
             metadata=map_of(d.get("metadata"), lambda x: s_(x)),
             resources=Resources.from_json(d.get("resources")) if isinstance(d.get("resources"), dict) else None,
             on_timeout=s_(d.get("on_timeout")),
+            idle_timeout_seconds=i_(d.get("idle_timeout_seconds")),
+            on_idle=s_(d.get("on_idle")),
+            auto_resume=b_(d.get("auto_resume")),
+            idle_counts_processes=b_(d.get("idle_counts_processes")),
             max_cost_micros=i_(d.get("max_cost_micros")),
             network=NetworkPolicy.from_json(d.get("network")) if isinstance(d.get("network"), dict) else None,
             secrets=list_of(d.get("secrets"), lambda x: s_(x)),
@@ -128,6 +139,13 @@ class Sandbox(Model):
     on_timeout: str = ""
     max_cost_micros: int = 0
     paused_at: Optional[datetime] = None
+    stop_at: Optional[datetime] = None
+    stopped_at: Optional[datetime] = None
+    idle_timeout_seconds: int = 0
+    on_idle: str = ""
+    auto_resume: bool = False
+    idle_counts_processes: bool = False
+    history: List[LifecycleEvent] = field(default_factory=list)
     network: Optional[NetworkPolicy] = None
     secrets: List[str] = field(default_factory=list)
 
@@ -148,6 +166,13 @@ class Sandbox(Model):
             on_timeout=s_(d.get("on_timeout")),
             max_cost_micros=i_(d.get("max_cost_micros")),
             paused_at=t_(d.get("paused_at")),
+            stop_at=t_(d.get("stop_at")),
+            stopped_at=t_(d.get("stopped_at")),
+            idle_timeout_seconds=i_(d.get("idle_timeout_seconds")),
+            on_idle=s_(d.get("on_idle")),
+            auto_resume=b_(d.get("auto_resume")),
+            idle_counts_processes=b_(d.get("idle_counts_processes")),
+            history=list_of(d.get("history"), lambda x: LifecycleEvent.from_json(x) if isinstance(x, dict) else None),
             network=NetworkPolicy.from_json(d.get("network")) if isinstance(d.get("network"), dict) else None,
             secrets=list_of(d.get("secrets"), lambda x: s_(x)),
         )
@@ -369,6 +394,54 @@ class ListSandboxesResponse(Model):
         return cls(
             sandboxes=list_of(d.get("sandboxes"), lambda x: Sandbox.from_json(x) if isinstance(x, dict) else None),
             next_cursor=s_(d.get("next_cursor")),
+        )
+
+
+@dataclass
+class LifecycleEvent(Model):
+    """One lifecycle transition of a sandbox."""
+
+    at: Optional[datetime] = None
+    state: str = ""
+    reason: str = ""
+
+    @classmethod
+    def from_json(cls, d: Any) -> "LifecycleEvent":
+        d = obj(d)
+        return cls(
+            at=t_(d.get("at")),
+            state=s_(d.get("state")),
+            reason=s_(d.get("reason")),
+        )
+
+
+@dataclass
+class PauseRequest(Model):
+    """The optional body of `POST /v1/sandboxes/{id}/pause`."""
+
+    keep_for_seconds: int = 0
+    then_stop_after_seconds: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> "PauseRequest":
+        d = obj(d)
+        return cls(
+            keep_for_seconds=i_(d.get("keep_for_seconds")),
+            then_stop_after_seconds=i_(d.get("then_stop_after_seconds")),
+        )
+
+
+@dataclass
+class StopRequest(Model):
+    """The optional body of `POST /v1/sandboxes/{id}/stop`."""
+
+    keep_for_seconds: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> "StopRequest":
+        d = obj(d)
+        return cls(
+            keep_for_seconds=i_(d.get("keep_for_seconds")),
         )
 
 

@@ -11,6 +11,7 @@ from typing import Dict, List, Literal, Optional, TypedDict
 __all__ = [
     "ResourcesJSON",
     "OnTimeout",
+    "OnIdle",
     "CreateSandboxRequestJSON",
     "SandboxState",
     "SandboxJSON",
@@ -24,6 +25,9 @@ __all__ = [
     "MetricsJSON",
     "UsageJSON",
     "ListSandboxesResponseJSON",
+    "LifecycleEventJSON",
+    "PauseRequestJSON",
+    "StopRequestJSON",
     "SetTimeoutRequestJSON",
     "ExecRequestJSON",
     "ExecResultJSON",
@@ -88,7 +92,11 @@ class ResourcesJSON(_ResourcesJSONOptional):
 
 
 #: The values of ``CreateSandboxRequest.on_timeout``.
-OnTimeout = Literal["kill", "pause"]
+OnTimeout = Literal["kill", "pause", "stop"]
+
+
+#: The values of ``CreateSandboxRequest.on_idle``.
+OnIdle = Literal["pause", "stop"]
 
 
 _CreateSandboxRequestJSONOptional = TypedDict(
@@ -100,6 +108,10 @@ _CreateSandboxRequestJSONOptional = TypedDict(
         "metadata": "Dict[str, str]",
         "resources": "ResourcesJSON",
         "on_timeout": "OnTimeout",
+        "idle_timeout_seconds": "int",
+        "on_idle": "OnIdle",
+        "auto_resume": "bool",
+        "idle_counts_processes": "bool",
         "max_cost_micros": "int",
         "network": "NetworkPolicyJSON",
         "secrets": "List[str]",
@@ -126,7 +138,7 @@ _SandboxJSONRequired = TypedDict(
         "expires_at": "str",
         "metadata": "Dict[str, str]",
         "resources": "ResourcesJSON",
-        "on_timeout": "Literal[\"kill\", \"pause\"]",
+        "on_timeout": "Literal[\"kill\", \"pause\", \"stop\"]",
         "network": "NetworkPolicyJSON",
     },
 )
@@ -140,6 +152,13 @@ _SandboxJSONOptional = TypedDict(
         "reason": "str",
         "max_cost_micros": "int",
         "paused_at": "str",
+        "stop_at": "str",
+        "stopped_at": "str",
+        "idle_timeout_seconds": "int",
+        "on_idle": "Literal[\"pause\", \"stop\"]",
+        "auto_resume": "bool",
+        "idle_counts_processes": "bool",
+        "history": "List[LifecycleEventJSON]",
         "secrets": "List[str]",
     },
     total=False,
@@ -338,6 +357,55 @@ _ListSandboxesResponseJSONRequired = TypedDict(
 
 class ListSandboxesResponseJSON(_ListSandboxesResponseJSONRequired):
     """One page of sandboxes."""
+
+
+_LifecycleEventJSONRequired = TypedDict(
+    "_LifecycleEventJSONRequired",
+    {
+        "at": "str",
+        "state": "Literal[\"creating\", \"running\", \"paused\", \"stopped\", \"terminated\"]",
+    },
+)
+
+
+_LifecycleEventJSONOptional = TypedDict(
+    "_LifecycleEventJSONOptional",
+    {
+        "reason": "str",
+    },
+    total=False,
+)
+
+
+class LifecycleEventJSON(_LifecycleEventJSONRequired, _LifecycleEventJSONOptional):
+    """One lifecycle transition of a sandbox."""
+
+
+_PauseRequestJSONOptional = TypedDict(
+    "_PauseRequestJSONOptional",
+    {
+        "keep_for_seconds": "int",
+        "then_stop_after_seconds": "int",
+    },
+    total=False,
+)
+
+
+class PauseRequestJSON(_PauseRequestJSONOptional):
+    """The optional body of `POST /v1/sandboxes/{id}/pause`."""
+
+
+_StopRequestJSONOptional = TypedDict(
+    "_StopRequestJSONOptional",
+    {
+        "keep_for_seconds": "int",
+    },
+    total=False,
+)
+
+
+class StopRequestJSON(_StopRequestJSONOptional):
+    """The optional body of `POST /v1/sandboxes/{id}/stop`."""
 
 
 _SetTimeoutRequestJSONRequired = TypedDict(

@@ -16,7 +16,7 @@ import os
 from datetime import datetime
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 
-from . import _bodies, _check
+from . import _bodies, _check, _lifecycle
 from ._ahttp import AsyncTransport
 from ._code import AsyncCodeMixin
 from ._aio_objects import AsyncEventStream, AsyncFiles, AsyncProcess
@@ -123,12 +123,17 @@ class AsyncClient:
         secrets: Optional[Sequence[str]] = None,
         on_timeout: Optional[str] = None,
         max_cost_micros: Optional[int] = None,
+        idle_timeout: Optional[Seconds] = None,
+        on_idle: Optional[str] = None,
+        auto_resume: Optional[bool] = None,
+        idle_counts_processes: Optional[bool] = None,
         request_timeout: Optional[Seconds] = None,
     ) -> "AsyncSandbox":
         """Create a sandbox; see :meth:`paddock.Client.create`."""
         body = _bodies.create_json(
             template, timeout=timeout, env=env, metadata=metadata, resources=resources, network=network,
             secrets=secrets, on_timeout=on_timeout, max_cost_micros=max_cost_micros,
+            idle_timeout=idle_timeout, on_idle=on_idle, auto_resume=auto_resume, idle_counts_processes=idle_counts_processes,
         )
         d = await self._call("POST", "/sandboxes", json_body=body, timeout=self._rt(request_timeout))
         return AsyncSandbox(self, SandboxInfo.from_json(d))
@@ -270,11 +275,17 @@ class AsyncSandbox(AsyncTerminalMixin, AsyncCodeMixin):
         assert t is not None
         return await self._info("POST", "timeout", {"timeout_seconds": int(math.ceil(t))})
 
-    async def pause(self) -> SandboxInfo:
-        return await self._info("POST", "pause", {})
+    async def pause(self, *, keep_for: Optional[Seconds] = None, then_stop_after: Optional[Seconds] = None) -> SandboxInfo:
+        return await self._info("POST", "pause", _lifecycle.pause_json(keep_for, then_stop_after))
 
     async def resume(self) -> SandboxInfo:
         return await self._info("POST", "resume", {})
+
+    async def stop(self, *, keep_for: Optional[Seconds] = None) -> SandboxInfo:
+        return await self._info("POST", "stop", _lifecycle.stop_json(keep_for))
+
+    async def boot(self) -> SandboxInfo:
+        return await self._info("POST", "start", {})
 
     async def set_network(self, network: NetworkLike) -> SandboxInfo:
         return await self._info("PATCH", "network", _bodies.network_json(network))

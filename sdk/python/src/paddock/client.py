@@ -138,6 +138,10 @@ class Client:
         secrets: Optional[Sequence[str]] = None,
         on_timeout: Optional[str] = None,
         max_cost_micros: Optional[int] = None,
+        idle_timeout: Optional[Seconds] = None,
+        on_idle: Optional[str] = None,
+        auto_resume: Optional[bool] = None,
+        idle_counts_processes: Optional[bool] = None,
         request_timeout: Optional[Seconds] = None,
     ) -> "Sandbox":
         """Create a sandbox and return it once it runs.
@@ -151,13 +155,18 @@ class Client:
         ``mode``, ``allow``, ``deny``; ``secrets`` names secrets made with
         :meth:`create_secret`; ``on_timeout`` is what the lease's end does:
         ``"kill"`` (default), ``"pause"`` or ``"stop"`` (where the daemon
-        has it); ``max_cost_micros`` caps the cost.
+        has it); ``max_cost_micros`` caps the cost. ``idle_timeout`` (seconds
+        without API calls or port traffic) pauses the sandbox, or stops it
+        with ``on_idle="stop"``; ``auto_resume=True`` resumes or starts it
+        transparently on the next call; ``idle_counts_processes=True`` makes
+        running processes count as activity.
         """
         from .sandbox import Sandbox
 
         body = _bodies.create_json(
             template, timeout=timeout, env=env, metadata=metadata, resources=resources, network=network,
             secrets=secrets, on_timeout=on_timeout, max_cost_micros=max_cost_micros,
+            idle_timeout=idle_timeout, on_idle=on_idle, auto_resume=auto_resume, idle_counts_processes=idle_counts_processes,
         )
         d = self._call("POST", "/sandboxes", json_body=body, timeout=self._rt(request_timeout))
         return Sandbox(self, SandboxInfo.from_json(d))

@@ -7,7 +7,7 @@ import math
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from . import _bodies, _check
+from . import _bodies, _check, _lifecycle
 from ._code import CodeMixin
 from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, EventStream, Stdin, _exec_body, with_path
 from ._http import NDJSON, path_of
@@ -52,6 +52,10 @@ class Sandbox(TerminalMixin, CodeMixin):
         secrets: Optional[Sequence[str]] = None,
         on_timeout: Optional[str] = None,
         max_cost_micros: Optional[int] = None,
+        idle_timeout: Optional[Seconds] = None,
+        on_idle: Optional[str] = None,
+        auto_resume: Optional[bool] = None,
+        idle_counts_processes: Optional[bool] = None,
         request_timeout: Optional[Seconds] = None,
         client: Optional[Client] = None,
     ) -> "Sandbox":
@@ -61,6 +65,7 @@ class Sandbox(TerminalMixin, CodeMixin):
         return (client or Client()).create(
             template, timeout=timeout, env=env, metadata=metadata, resources=resources, network=network,
             secrets=secrets, on_timeout=on_timeout, max_cost_micros=max_cost_micros, request_timeout=request_timeout,
+            idle_timeout=idle_timeout, on_idle=on_idle, auto_resume=auto_resume, idle_counts_processes=idle_counts_processes,
         )
 
     @classmethod
@@ -115,14 +120,35 @@ class Sandbox(TerminalMixin, CodeMixin):
         self.info = SandboxInfo.from_json(d)
         return self.info
 
-    def pause(self) -> SandboxInfo:
-        """Freeze every process (memory and files kept, CPU billing stops)."""
-        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("pause"), json_body={}))
+    def pause(self, *, keep_for: Optional[Seconds] = None, then_stop_after: Optional[Seconds] = None) -> SandboxInfo:
+        """Freeze every process (memory and files kept, CPU billing stops).
+
+        ``keep_for`` (seconds or a timedelta) is how long it is kept paused
+        before it is deleted (default: the daemon's, 24 h); with
+        ``then_stop_after`` the daemon stops it (files kept, processes
+        ended) that long after the pause, so its files outlive a host
+        reboot, and ``keep_for`` must be longer."""
+        body = _lifecycle.pause_json(keep_for, then_stop_after)
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("pause"), json_body=body))
         return self.info
 
     def resume(self) -> SandboxInfo:
-        """Continue a paused sandbox with a new lease of its original length."""
+        """Continue a paused sandbox (or boot a stopped one) with a new lease of its original length."""
         self.info = SandboxInfo.from_json(self.client._call("POST", self._path("resume"), json_body={}))
+        return self.info
+
+    def stop(self, *, keep_for: Optional[Seconds] = None) -> SandboxInfo:
+        """End every process and keep the files for ``keep_for`` (default: the
+        daemon's, 7 days); only storage is billed. :meth:`boot` starts it again."""
+        body = _lifecycle.stop_json(keep_for)
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("stop"), json_body=body))
+        return self.info
+
+    def boot(self) -> SandboxInfo:
+        """Start a stopped sandbox again from its files (``POST .../start``):
+        fresh processes, same id, network policy and resources. (:meth:`start`
+        runs a process.)"""
+        self.info = SandboxInfo.from_json(self.client._call("POST", self._path("start"), json_body={}))
         return self.info
 
     def metrics(self) -> Metrics:

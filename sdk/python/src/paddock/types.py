@@ -25,6 +25,7 @@ from ._models_gen import (  # noqa: F401  (generated dataclasses used as they ar
     CreateSecretRequest,
     CreateTemplateRequest,
     ErrorBody,
+    LifecycleEvent,
     Metrics,
     NetworkPolicy,
     Port,
@@ -54,6 +55,7 @@ __all__ = [
     "CreateSecretRequest",
     "CreateTemplateRequest",
     "ErrorBody",
+    "LifecycleEvent",
     "Metrics",
     "NetworkPolicy",
     "NetworkLike",
@@ -131,7 +133,7 @@ class SandboxInfo:
 
     id: str
     template: str = ""
-    #: ``creating``, ``running``, ``paused`` (reserved), ``stopped`` or ``terminated``.
+    #: ``creating``, ``running``, ``paused``, ``stopped`` (files kept) or ``terminated``.
     state: str = ""
     created_at: Optional[datetime] = None
     #: When the lease ends and the reaper terminates the sandbox.
@@ -143,7 +145,7 @@ class SandboxInfo:
     ended_at: Optional[datetime] = None
     #: Why the sandbox stopped or was terminated: "deleted", "expired", "failed: ...".
     reason: Optional[str] = None
-    #: What happens when the lease ends: ``kill``, ``pause`` (or ``stop`` where the daemon has it).
+    #: What happens when the lease ends: ``kill``, ``pause`` or ``stop`` (files kept).
     on_timeout: str = ""
     #: The cost cap in micro-units (0: none).
     max_cost_micros: int = 0
@@ -152,6 +154,17 @@ class SandboxInfo:
     network: Optional[NetworkPolicy] = None
     #: The names of the secrets the sandbox's egress may use.
     secrets: List[str] = field(default_factory=list)
+    #: While stopped: when; its files are kept until ``expires_at``.
+    stopped_at: Optional[datetime] = None
+    #: While paused with ``then_stop_after``: when it will be stopped.
+    stop_at: Optional[datetime] = None
+    #: The idle policy given at create (0 / "" / False: none).
+    idle_timeout_seconds: int = 0
+    on_idle: str = ""
+    auto_resume: bool = False
+    idle_counts_processes: bool = False
+    #: The lifecycle transitions, oldest first: ``state``, ``at``, ``reason``.
+    history: List[LifecycleEvent] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: Any) -> "SandboxInfo":
@@ -172,6 +185,13 @@ class SandboxInfo:
             paused_at=parse_time(d.get("paused_at")),
             network=NetworkPolicy.from_json(d["network"]) if isinstance(d.get("network"), dict) else None,
             secrets=[str(x) for x in d.get("secrets") or [] if isinstance(x, str)],
+            stopped_at=parse_time(d.get("stopped_at")),
+            stop_at=parse_time(d.get("stop_at")),
+            idle_timeout_seconds=_int(d.get("idle_timeout_seconds")),
+            on_idle=_str(d.get("on_idle")),
+            auto_resume=d.get("auto_resume") is True,
+            idle_counts_processes=d.get("idle_counts_processes") is True,
+            history=[LifecycleEvent.from_json(x) for x in d.get("history") or [] if isinstance(x, dict)],
         )
 
 

@@ -1,0 +1,212 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"github.com/paddock-sandbox/paddock/internal/store"
+)
+
+var _ sandbox.Stopper = (*Backend)(nil)
+
+// Stop and start. A stopped sandbox is its directory holding only
+// sandbox.json (its metadata: uid slot, template layers, runtime) and
+// disk.img (its writable layer, an ext4 image): no process, runtime
+// state, cgroup, mount or loop device, so it survives daemon restarts and
+// host reboots unchanged. Its uid slot stays reserved (New re-reads every
+// sandbox.json) because the files in its disk belong to that uid range.
+// Start re-creates everything else from those two files.
+
+// keptFiles are what a stopped sandbox's directory keeps.
+var keptFiles = map[string]bool{"sandbox.json": true, "disk.img": true}
+
+// Stop ends every process of sandbox id and releases everything but its
+// disk image and metadata. Idempotent; it also tidies a sandbox whose
+// stop or start was cut short.
+func (b *Backend) Stop(ctx context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, id)
+	}
+	m, err := b.readMeta(id)
+	if err != nil {
+		return fmt.Errorf("%w: sandbox %s has no kept state: %v", sandbox.ErrNotFound, id, err)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir(id), "disk.img")); err != nil {
+		return fmt.Errorf("%w: sandbox %s has no disk: %v", sandbox.ErrNotFound, id, err)
+	}
+	var errs []error
+	if rt := b.runtimes[m.Runtime]; rt != nil {
+		if st, err := rt.status(ctx, id); err == nil && st == "paused" {
+			b.Resume(ctx, id) // frozen tasks may not die (cgroup v1)
+		}
+		killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
+		if err := rt.delete(ctx, id); err != nil {
+			errs = append(errs, err)
+			os.RemoveAll(filepath.Join(rt.root, id))
+		}
+	}
+	killCgroups(b.cfg.CgroupParent, id)
+	dir := b.dir(id)
+	if err := unmountAll(dir); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	detachLoops(dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	for _, e := range ents {
+		if !keptFiles[e.Name()] {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("stop %s: %w", id, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		b.log.Warn("stop: runtime errors (cleaned up by hand)", "sandbox", id, "err", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Start boots stopped sandbox spec.ID again from its disk image with
+// spec's template, resources, env and network. When it fails the sandbox
+// is stopped again, its files intact.
+func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (info sandbox.Info, retErr error) {
+	if err := b.Stop(ctx, spec.ID); err != nil { // leftovers of a crash, if any
+		return info, err
+	}
+	m, err := b.readMeta(spec.ID)
+	if err != nil {
+		return info, err
+	}
+	root, err := b.rootFor(spec)
+	if err != nil {
+		return info, err
+	}
+	defer func() {
+		if retErr != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err := b.Stop(sctx, spec.ID); err != nil {
+				b.log.Error("start rollback failed", "sandbox", spec.ID, "err", err)
+			}
+		}
+	}()
+	m.Template, m.Runtime, m.Lower = spec.Template, root.runtime.name, root.lower()
+	mb, _ := json.Marshal(m)
+	dir := b.dir(spec.ID)
+	if err := store.WriteFileAtomic(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
+		return info, err
+	}
+	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk")
+	if err := checkDisk(ctx, img); err != nil {
+		return info, err
+	}
+	if err := os.MkdirAll(mnt, 0o700); err != nil {
+		return info, err
+	}
+	if err := loopMount(img, mnt); err != nil {
+		return info, fmt.Errorf("disk: %w", err)
+	}
+	upper, work := filepath.Join(mnt, "upper"), filepath.Join(mnt, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return info, err
+	}
+	if spec.Network != nil {
+		if err := prepareNetwork(upper, int(m.UIDBase), spec.Network); err != nil {
+			return info, fmt.Errorf("network files: %w", err)
+		}
+	}
+	return b.boot(ctx, spec, root, *m)
+}
+
+// checkDisk repairs what can be repaired automatically in a disk image
+// that was not unmounted cleanly (a host crash); a clean one is skipped at
+// once. Without e2fsck it does nothing.
+func checkDisk(ctx context.Context, img string) error {
+	fsck, err := exec.LookPath("e2fsck")
+	if err != nil {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, fsck, "-p", img).CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() <= 1 { // 1: errors corrected
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("e2fsck %s: %v: %s", img, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// boot mounts the root of sandbox spec.ID (its disk is mounted at
+// <dir>/disk), writes its OCI spec, runs it and waits for its agent.
+func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot, m meta) (sandbox.Info, error) {
+	dir := b.dir(spec.ID)
+	upper, work := filepath.Join(dir, "disk", "upper"), filepath.Join(dir, "disk", "work")
+	rootfs := filepath.Join(dir, "rootfs")
+	if err := root.mount(b, dir, upper, work, rootfs, m.UIDBase); err != nil {
+		return sandbox.Info{}, err
+	}
+	s, err := buildSpec(specParams{
+		ID: spec.ID, CgroupParent: b.cfg.CgroupParent, Rootfs: rootfs, HostMounts: root.hostMounts, UIDBase: m.UIDBase,
+		Resources: spec.Resources, Env: root.env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
+	})
+	if err != nil {
+		return sandbox.Info{}, err
+	}
+	if spec.Network != nil {
+		joinNetwork(s, spec.Network)
+	}
+	rt := root.runtime
+	if rt.gvisor() {
+		if err := gvisorSocket(s, dir, int(m.UIDBase)); err != nil {
+			return sandbox.Info{}, err
+		}
+	}
+	s.Process.Env = dedupeEnv(s.Process.Env)
+	sb, _ := json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
+		return sandbox.Info{}, err
+	}
+	var lf *os.File
+	if !rt.gvisor() {
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: b.socketPath(spec.ID), Net: "unix"})
+		if err != nil {
+			return sandbox.Info{}, fmt.Errorf("agent socket: %w", err)
+		}
+		ln.SetUnlinkOnClose(false)
+		lf, err = ln.File()
+		ln.Close()
+		if err != nil {
+			return sandbox.Info{}, err
+		}
+		defer lf.Close()
+	}
+	if err := rt.run(ctx, spec.ID, dir, lf); err != nil {
+		return sandbox.Info{}, err
+	}
+	// The agent must survive the sandbox's own OOM kills; only the host can
+	// lower its score (a user namespace cannot).
+	if b, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
+		pid := strings.TrimSpace(string(b))
+		os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte("-998"), 0)
+		if n, err := strconv.Atoi(pid); err == nil {
+			go reap(n)
+		}
+	}
+	if err := b.waitReady(ctx, spec.ID); err != nil {
+		return sandbox.Info{}, err
+	}
+	return sandbox.Info{ID: spec.ID, Runtime: root.runtime.name}, nil
+}

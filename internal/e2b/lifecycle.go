@@ -67,7 +67,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, owner string) e
 		return err
 	}
 	status := http.StatusOK
-	if rec.State == sandbox.Paused {
+	if rec.State == sandbox.Paused || rec.State == sandbox.Stopped { // Resume boots a stopped one
 		if rec, err = s.mgr.Resume(r.Context(), owner, rec.ID); err != nil {
 			return err
 		}

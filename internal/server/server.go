@@ -106,6 +106,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	s.mux.ServeHTTP(w, r)
+	drainBody(w, r)
 }
 
 // withKey authenticates a request by its API key and runs h, turning the

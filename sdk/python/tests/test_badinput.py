@@ -49,6 +49,7 @@ class BadInput(unittest.TestCase):
             ("files write mode", lambda: s.files.write("a", "x", mode="rw"), ValueError, "mode"),
             ("files write data", lambda: s.files.write("a", 5), TypeError, "data"),
             ("files list depth", lambda: s.files.list("/", depth="2"), TypeError, "depth"),
+            ("files list depth bound", lambda: s.files.list("/", depth=21), ValueError, "at most 20"),
             ("files upload", lambda: s.files.upload_dir("/nonexistent-dir", "/x"), ValueError, "local_dir"),
             ("secret hosts", lambda: c.create_secret("N", "v", []), ValueError, "hosts"),
             ("secret value", lambda: c.create_secret("N", None, ["a"]), TypeError, "value"),

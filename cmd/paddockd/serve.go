@@ -55,12 +55,15 @@ type Config struct {
 	// layers and the build cache; 0 = none); TemplateImportDirs are the
 	// host directories API requests may import oci_layout and tarball
 	// sources from (default <state-dir>/import). See cmd/paddockd/templates.go.
+	TemplateCacheBytes int64         `json:"template_cache_bytes,omitempty"`
+	TemplateImportDirs []string      `json:"template_import_dirs,omitempty"`
+	Network            NetworkConfig `json:"network,omitempty"`
 	// TemplateAliases map extra template names to a base or config
 	// template ({"python-3.12": "base"}); see docs/templates.md.
-	TemplateAliases    map[string]string `json:"template_aliases,omitempty"`
-	TemplateCacheBytes int64             `json:"template_cache_bytes,omitempty"`
-	TemplateImportDirs []string          `json:"template_import_dirs,omitempty"`
-	Network            NetworkConfig     `json:"network,omitempty"`
+	TemplateAliases map[string]string `json:"template_aliases,omitempty"`
+	// MCPIdleTimeoutSeconds ends an idle /v1/mcp session, deleting its own
+	// sandbox (default 300).
+	MCPIdleTimeoutSeconds int64 `json:"mcp_idle_timeout_seconds,omitempty"`
 }
 
 func serve(args []string) error {
@@ -78,6 +81,7 @@ func serve(args []string) error {
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
 	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
+	mcpIdle := fs.Duration("mcp-idle-timeout", server.DefaultMCPIdleTimeout, "end a /v1/mcp session after this long without a request, deleting its own sandbox (a sandbox it attached to is kept)")
 	aliases := aliasFlag{}
 	fs.Var(aliases, "template-alias", "`NAME=TEMPLATE`: also answer to template NAME with TEMPLATE, a base or config template (repeatable; adds to the config's template_aliases)")
 	fs.Usage = func() {
@@ -128,6 +132,9 @@ func serve(args []string) error {
 	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
 	cfg.CgroupParent = pick("cgroup-parent", *cgroupParent, cfg.CgroupParent)
 	cfg.TemplateAliases = aliases.into(cfg.TemplateAliases)
+	if set["mcp-idle-timeout"] || cfg.MCPIdleTimeoutSeconds == 0 {
+		cfg.MCPIdleTimeoutSeconds = int64(max(mcpIdle.Seconds(), 1))
+	}
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -236,7 +243,7 @@ func serveAPI(ctx context.Context, cfg Config, mgr *manager.Manager, scfg server
 	if err != nil {
 		return err
 	}
-	scfg.MCP = server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}
+	scfg.MCP = server.MCPConfig{SelfURL: server.SelfURL(ln.Addr()), IdleTimeout: time.Duration(cfg.MCPIdleTimeoutSeconds) * time.Second}
 	apiSrv := server.New(scfg, mgr, keys, log)
 	srv := apiSrv.HTTPServer(cfg.Listen)
 	reaperDone := make(chan struct{})

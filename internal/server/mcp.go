@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,7 +19,7 @@ import (
 // Defaults of MCPConfig.
 const (
 	DefaultMCPMaxSessions = mcp.DefaultMaxSessions
-	DefaultMCPIdleTimeout = 30 * time.Minute
+	DefaultMCPIdleTimeout = 5 * time.Minute
 )
 
 // apiKeyExtra is the TokenInfo.Extra entry holding the caller's API key.
@@ -33,8 +34,8 @@ type MCPConfig struct {
 	SelfURL string
 	// MaxSessions bounds the concurrent MCP sessions (default 256).
 	MaxSessions int
-	// IdleTimeout ends a session, deleting its sandbox, after this long
-	// without a request (default 30 minutes).
+	// IdleTimeout ends a session, deleting its own sandbox, after this long
+	// without a request (default 5 minutes; paddockd --mcp-idle-timeout).
 	IdleTimeout time.Duration
 }
 
@@ -72,9 +73,10 @@ func (s *Server) mcpHandler() http.Handler {
 	}
 	hc := &http.Client{}
 	s.mcp = mcp.New(nil, mcp.Options{
-		MaxSessions: cfg.MaxSessions,
-		Version:     s.cfg.Version,
-		Logger:      s.log,
+		MaxSessions:  cfg.MaxSessions,
+		ClientConfig: true,
+		Version:      s.cfg.Version,
+		Logger:       s.log,
 		Client: func(ctx context.Context, extra *sdk.RequestExtra) (*client.Client, error) {
 			var key string
 			if extra != nil && extra.TokenInfo != nil {
@@ -104,8 +106,37 @@ func (s *Server) mcpHandler() http.Handler {
 			writeError(w, fmt.Errorf("%w: missing or unknown API key (Authorization: Bearer <key>)", sandbox.ErrUnauthorized))
 			return
 		}
+		if err := mcpQueryConfig(r); err != nil {
+			writeError(w, err)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// mcpQueryConfig moves the session options in the query of a request that
+// opens an MCP session (?sandbox=ID, template, sandbox_timeout, timeout,
+// network, allow; see mcp.ParseQuery) into the mcp.ConfigHeader the
+// session reads them from. Requests of an existing session keep the
+// session's options whatever their query says.
+func mcpQueryConfig(r *http.Request) error {
+	r.Header.Del(mcp.ConfigHeader)
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.URL.RawQuery == "" {
+		return nil
+	}
+	cfg, err := mcp.ParseQuery(r.URL.Query())
+	if err != nil {
+		return fmt.Errorf("%w: /v1/mcp: %v", sandbox.ErrInvalid, err)
+	}
+	if cfg == nil {
+		return nil
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	r.Header.Set(mcp.ConfigHeader, string(b))
+	return nil
 }
 
 // CloseMCP ends every MCP session and deletes its sandbox, waiting until

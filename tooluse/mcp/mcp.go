@@ -67,6 +67,15 @@ type Options struct {
 	// PerCall gives every tool call a fresh sandbox, deleted afterwards,
 	// instead of one sandbox per session.
 	PerCall bool
+	// Attach is the id of an existing sandbox every session runs its calls
+	// in, instead of a sandbox of its own; it is never deleted, nor
+	// replaced when it is gone. Exclusive with PerCall.
+	Attach string
+	// ClientConfig lets each session choose its SessionConfig (an existing
+	// sandbox to attach to, template, lease, per-call timeout, network)
+	// with its initialize request: _meta[MetaKey], and the HTTP header
+	// ConfigHeader. Off, both are ignored.
+	ClientConfig bool
 	// MaxSessions bounds the concurrent MCP sessions (DefaultMaxSessions
 	// when 0); a session past it is refused.
 	MaxSessions int
@@ -84,6 +93,7 @@ type Options struct {
 type Server struct {
 	srv  *sdk.Server
 	opts Options
+	base *SessionConfig // from Options.Attach; nil: none
 	c    *client.Client
 	log  *slog.Logger
 
@@ -103,6 +113,9 @@ func New(c *client.Client, opts Options) *Server {
 		opts.Version = client.Version
 	}
 	s := &Server{opts: opts, c: c, log: opts.Logger, sessions: map[*sdk.ServerSession]*session{}}
+	if opts.Attach != "" {
+		s.base = &SessionConfig{Sandbox: opts.Attach}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -178,7 +191,11 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) track(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
-			if _, err := s.session(ss); err != nil {
+			se, err := s.session(ss)
+			if err != nil {
+				return nil, err
+			}
+			if err := se.configureOnce(ctx, req); err != nil {
 				return nil, err
 			}
 		}

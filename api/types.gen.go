@@ -36,7 +36,8 @@ type CreateSandboxRequest struct {
 	Resources *Resources        `json:"resources,omitempty"`
 	// What happens when the lease ends: `kill` terminates the sandbox (reason
 	// "expired"); `pause` pauses it instead (state `paused`, reason "expired"),
-	// to be resumed or, after the pause retention, terminated.
+	// to be resumed or, after the pause retention, terminated; `stop` ends its
+	// processes (for now the same as `kill`: terminated, reason "expired").
 	OnTimeout string `json:"on_timeout,omitempty"`
 	// Cost cap in micro-units of the price table (see `Metrics`); 0 or absent
 	// means no cap. A create whose first lease would cost more than this even at
@@ -57,6 +58,7 @@ type CreateSandboxRequest struct {
 const (
 	OnTimeoutKill  = "kill"
 	OnTimeoutPause = "pause"
+	OnTimeoutStop  = "stop"
 )
 
 // Sandbox is one sandbox.

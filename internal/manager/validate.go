@@ -65,9 +65,9 @@ func (m *Manager) validate(req sandbox.CreateRequest) (*store.Record, error) {
 	switch req.OnTimeout {
 	case "":
 		req.OnTimeout = sandbox.OnTimeoutKill
-	case sandbox.OnTimeoutKill, sandbox.OnTimeoutPause:
+	case sandbox.OnTimeoutKill, sandbox.OnTimeoutPause, sandbox.OnTimeoutStop:
 	default:
-		return nil, fmt.Errorf("%w: on_timeout must be %q or %q", sandbox.ErrInvalid, sandbox.OnTimeoutKill, sandbox.OnTimeoutPause)
+		return nil, fmt.Errorf("%w: on_timeout must be %q, %q or %q", sandbox.ErrInvalid, sandbox.OnTimeoutKill, sandbox.OnTimeoutPause, sandbox.OnTimeoutStop)
 	}
 	if req.MaxCostMicros < 0 {
 		return nil, fmt.Errorf("%w: max_cost_micros must not be negative", sandbox.ErrInvalid)

@@ -13,7 +13,7 @@ type CreateRequest struct {
 	Metadata map[string]string
 	// Resources are the limits; zero fields take the defaults.
 	Resources Resources
-	// OnTimeout is OnTimeoutKill (default) or OnTimeoutPause.
+	// OnTimeout is OnTimeoutKill (default), OnTimeoutPause or OnTimeoutStop.
 	OnTimeout string
 	// MaxCostMicros bounds the sandbox's cost (0: no limit).
 	MaxCostMicros int64
@@ -27,6 +27,9 @@ type CreateRequest struct {
 const (
 	OnTimeoutKill  = "kill"
 	OnTimeoutPause = "pause"
+	// OnTimeoutStop ends the sandbox's processes; until stopped sandboxes
+	// keep their files it is handled as OnTimeoutKill.
+	OnTimeoutStop = "stop"
 )
 
 // Network modes.

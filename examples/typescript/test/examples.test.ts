@@ -106,6 +106,7 @@ describe("examples", () => {
     assert.match(run.stdout, /\b999983\b/);
     const [sbx] = await daemon.client(0).list({ metadata: { example: "sieve-c" }, state: "all" }).toArray();
     assert.equal(sbx?.info.network.mode, "off");
+    assert.equal(sbx?.info.on_timeout, "stop");
     assert.deepEqual((await requestsSince(n)).map((r) => r.status), [200, 200, 200]);
     assert.deepEqual(toolLines(run.stderr), ["[run_command] exit 1", "[run_command] exit 0"]);
     await assertSandboxesGone("sieve-c");

@@ -20,7 +20,7 @@ export interface Resources {
 }
 
 /** The values of `CreateSandboxRequest.on_timeout`. */
-export type OnTimeout = "kill" | "pause";
+export type OnTimeout = "kill" | "pause" | "stop";
 
 /** The body of `POST /v1/sandboxes`. Every field is optional. */
 export interface CreateSandboxRequest {
@@ -39,7 +39,8 @@ export interface CreateSandboxRequest {
   /**
    * What happens when the lease ends: `kill` terminates the sandbox (reason
    * "expired"); `pause` pauses it instead (state `paused`, reason "expired"), to
-   * be resumed or, after the pause retention, terminated.
+   * be resumed or, after the pause retention, terminated; `stop` ends its
+   * processes (for now the same as `kill`: terminated, reason "expired").
    */
   on_timeout?: OnTimeout;
   /**
@@ -101,7 +102,7 @@ export interface SandboxInfo {
    * Sandboxes created by a daemon older than this field have "" here, which
    * means `kill`.
    */
-  on_timeout: "kill" | "pause";
+  on_timeout: "kill" | "pause" | "stop";
   /** The cost cap given at create; absent when there is none. */
   max_cost_micros?: number;
   /** RFC 3339 time at which the sandbox was paused; set only while it is paused. */

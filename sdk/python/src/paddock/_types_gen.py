@@ -72,7 +72,7 @@ class ResourcesJSON(_ResourcesJSONOptional):
 
 
 #: The values of ``CreateSandboxRequest.on_timeout``.
-OnTimeout = Literal["kill", "pause"]
+OnTimeout = Literal["kill", "pause", "stop"]
 
 
 _CreateSandboxRequestJSONOptional = TypedDict(
@@ -110,7 +110,7 @@ _SandboxJSONRequired = TypedDict(
         "expires_at": "str",
         "metadata": "Dict[str, str]",
         "resources": "ResourcesJSON",
-        "on_timeout": "Literal[\"kill\", \"pause\"]",
+        "on_timeout": "Literal[\"kill\", \"pause\", \"stop\"]",
         "network": "NetworkPolicyJSON",
     },
 )

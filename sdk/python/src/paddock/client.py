@@ -150,8 +150,9 @@ class Client:
         (default), ``"full"``, or a :class:`NetworkPolicy` / dict with
         ``mode``, ``allow``, ``deny``; ``secrets`` names secrets made with
         :meth:`create_secret`; ``on_timeout`` is what the lease's end does:
-        ``"kill"`` (default), ``"pause"`` or ``"stop"`` (where the daemon
-        has it); ``max_cost_micros`` caps the cost.
+        ``"kill"`` (default), ``"pause"`` or ``"stop"`` (processes end; the
+        daemon handles it as ``"kill"`` for now); ``max_cost_micros`` caps
+        the cost.
         """
         from .sandbox import Sandbox
 

@@ -25,8 +25,8 @@ const key = (i: number): string => d.keys[i] ?? "";
 
 type Capabilities = ConstructorParameters<typeof Client>[1];
 
-async function connect(query: string, key: string, opts?: Capabilities): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${d.url}/v1/mcp${query}`), {
+async function connect(url: string, key: string, opts?: Capabilities): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${key}` } },
   });
   const client = new Client({ name: "paddock-ts-test", version: "1" }, opts);
@@ -57,7 +57,9 @@ describe("/v1/mcp with @modelcontextprotocol/sdk", () => {
     const paddock = d.client(0);
     await using sbx = await paddock.create();
     await sbx.files.write("/workspace/mine.txt", "kept\n");
-    const { client, transport } = await connect(`?sandbox=${sbx.id}`, key(0));
+    const url = paddock.mcpUrl({ sandbox: sbx.id });
+    assert.equal(url, `${d.url}/v1/mcp?sandbox=${sbx.id}`);
+    const { client, transport } = await connect(url, key(0));
     const { out, isError } = await runCommand(client, "cat mine.txt");
     assert.equal(isError, false);
     assert.equal(out.stdout, "kept\n");
@@ -66,11 +68,11 @@ describe("/v1/mcp with @modelcontextprotocol/sdk", () => {
     assert.equal((await sbx.refresh()).state, "running");
 
     // Another key cannot attach to it.
-    await assert.rejects(connect(`?sandbox=${sbx.id}`, key(1)), /not found/);
+    await assert.rejects(connect(d.client(1).mcpUrl({ sandbox: sbx.id }), key(1)), /not found/);
   });
 
   it("takes create options from the query and the client's capabilities; DELETE deletes the session's sandbox", async () => {
-    const { client, transport } = await connect("?sandbox_timeout=900", key(0), {
+    const { client, transport } = await connect(d.client(0).mcpUrl({ sandboxTimeoutMs: 900_000 }), key(0), {
       capabilities: { experimental: { paddock: { template: "base", timeout: 2, network: "off" } } },
     });
     const { out, isError } = await runCommand(client, "python -c 'print(1)'; sleep 30");
@@ -95,6 +97,8 @@ describe("/v1/mcp with @modelcontextprotocol/sdk", () => {
   });
 
   it("refuses bad options with 400 before any session", async () => {
-    await assert.rejects(connect("?timeout=forever", key(0)), /timeout must be seconds/);
+    await assert.rejects(connect(`${d.url}/v1/mcp?timeout=forever`, key(0)), /timeout must be seconds/);
+    assert.throws(() => d.client(0).mcpUrl({ sandbox: "sb_x", template: "base" }), TypeError);
+    assert.throws(() => d.client(0).mcpUrl({ timeoutMs: -1 }), RangeError);
   });
 });

@@ -18,7 +18,12 @@
 //
 // Over streamable HTTP, behind the caller's own authentication:
 //
-//	http.Handle("/mcp", s.HTTPHandler(&sdk.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute}))
+//	http.Handle("/mcp", s.HTTPHandler(&sdk.StreamableHTTPOptions{SessionTimeout: 5 * time.Minute}))
+//
+// A session may instead be attached to an existing sandbox (Options.Attach,
+// or SessionConfig.Sandbox from the client when Options.ClientConfig allows
+// it), which it never deletes; see config.go for the options a client may
+// choose.
 package mcp
 
 import (

@@ -83,7 +83,7 @@ func serve(args []string) error {
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	mcpIdle := fs.Duration("mcp-idle-timeout", server.DefaultMCPIdleTimeout, "end a /v1/mcp session after this long without a request, deleting its own sandbox (a sandbox it attached to is kept)")
 	aliases := aliasFlag{}
-	fs.Var(aliases, "template-alias", "`NAME=TEMPLATE`: also answer to template NAME with TEMPLATE, a base or config template (repeatable; adds to the config's template_aliases)")
+	fs.Var(aliases, "template-alias", "make template `NAME=TARGET` an alias: creates with NAME get TARGET, a base or config template (repeatable; adds to the config's template_aliases)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
 		fs.PrintDefaults()

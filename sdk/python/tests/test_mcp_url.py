@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import unittest
+import urllib.error
 import urllib.request
 
 from _support import Daemon
@@ -32,7 +33,11 @@ def initialize(c: paddock.Client, url: str) -> bytes:
         out = r.read()
         sid = r.headers.get("Mcp-Session-Id")
     if sid:
-        urllib.request.urlopen(urllib.request.Request(url, headers=dict(h, **{"Mcp-Session-Id": sid}), method="DELETE"), timeout=30).read()
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, headers=dict(h, **{"Mcp-Session-Id": sid}), method="DELETE"), timeout=30).read()
+        except urllib.error.HTTPError as e:
+            if e.code != 404:  # a session whose initialize failed is gone already
+                raise
     return out
 
 

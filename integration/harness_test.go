@@ -57,7 +57,8 @@ func TestMain(m *testing.M) {
 	if skipReason != "" {
 		os.Exit(m.Run()) // every test skips with the reason
 	}
-	opts := daemonOptions{}
+	// python-3.12 is an alias of base (see TestBasePythonAndAliases).
+	opts := daemonOptions{extraArgs: []string{"--template-alias", "python-3.12=base"}}
 	if _, err := exec.LookPath("crun"); err == nil {
 		// A template served by another runtime, picked by configuration.
 		opts.config = `{"templates": {"base-crun": {"runtime": "crun"}}, "network": {"disabled": true}}`

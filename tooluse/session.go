@@ -56,10 +56,11 @@ type Session struct {
 	perCall bool
 	opts    Options
 
-	mu     sync.Mutex
-	sb     *client.Sandbox
-	closed bool
-	n      int
+	mu       sync.Mutex
+	sb       *client.Sandbox
+	borrowed bool // sb came from WithSandbox: Close leaves it running
+	closed   bool
+	n        int
 }
 
 // SessionOption configures a Session.
@@ -68,6 +69,12 @@ type SessionOption func(*Session)
 // WithCreateRequest sets the request used to create sandboxes.
 func WithCreateRequest(req *api.CreateSandboxRequest) SessionOption {
 	return func(s *Session) { s.create = req }
+}
+
+// WithSandbox makes the session run every call in sb, an existing
+// sandbox, instead of creating one. Close does not delete it.
+func WithSandbox(sb *client.Sandbox) SessionOption {
+	return func(s *Session) { s.sb, s.borrowed = sb, true }
 }
 
 // PerCall makes every tool call use a fresh sandbox, deleted afterwards.
@@ -102,12 +109,14 @@ func (s *Session) Sandbox(ctx context.Context) (*client.Sandbox, error) {
 	return s.sb, nil
 }
 
-// Close deletes the session's sandbox. It is idempotent.
+// Close deletes the session's sandbox, unless it came from WithSandbox.
+// It is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	if s.sb == nil {
+	if s.sb == nil || s.borrowed {
+		s.sb = nil
 		return nil
 	}
 	err := s.sb.Close()

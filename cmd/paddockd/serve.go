@@ -67,6 +67,12 @@ type Config struct {
 	Limits LimitsConfig `json:"limits,omitempty"`
 	// E2B configures the E2B-compatible endpoint (e2b.go).
 	E2B E2BConfig `json:"e2b,omitempty"`
+	// TemplateAliases map extra template names to a base or config
+	// template ({"python-3.12": "base"}); see docs/templates.md.
+	TemplateAliases map[string]string `json:"template_aliases,omitempty"`
+	// MCPIdleTimeoutSeconds ends an idle /v1/mcp session, deleting its own
+	// sandbox (default 300).
+	MCPIdleTimeoutSeconds int64 `json:"mcp_idle_timeout_seconds,omitempty"`
 }
 
 func serve(args []string) error {
@@ -89,6 +95,9 @@ func serve(args []string) error {
 	registryAllow := fs.String("registry-allow", "", `comma-separated registries template imports may fetch from: host, host:port or CIDR (may be private), "*" = any registry whose addresses are all public (default "*")`)
 	limits := limitFlags(fs)
 	applyE2B := e2bFlags(fs)
+	mcpIdle := fs.Duration("mcp-idle-timeout", server.DefaultMCPIdleTimeout, "end a /v1/mcp session after this long without a request, deleting its own sandbox (a sandbox it attached to is kept)")
+	aliases := aliasFlag{}
+	fs.Var(aliases, "template-alias", "make template `NAME=TARGET` an alias: creates with NAME get TARGET, a base or config template (repeatable; adds to the config's template_aliases)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: paddockd [serve] [flags]\n\nRuns the Paddock daemon (as root). Flags:\n")
 		fs.PrintDefaults()
@@ -145,6 +154,10 @@ func serve(args []string) error {
 	limits(&cfg.Limits, set)
 	applyE2B(&cfg.E2B, set)
 	retention.apply(&cfg.Retention, set)
+	cfg.TemplateAliases = aliases.into(cfg.TemplateAliases)
+	if set["mcp-idle-timeout"] || cfg.MCPIdleTimeoutSeconds == 0 {
+		cfg.MCPIdleTimeoutSeconds = int64(max(mcpIdle.Seconds(), 1))
+	}
 	if set["warm-pool"] {
 		if cfg.WarmPool == nil {
 			cfg.WarmPool = map[string]int{}
@@ -281,7 +294,7 @@ func serveAPI(ctx context.Context, cfg Config, mgr *manager.Manager, scfg server
 	if err != nil {
 		return err
 	}
-	scfg.MCP = server.MCPConfig{SelfURL: server.SelfURL(ln.Addr())}
+	scfg.MCP = server.MCPConfig{SelfURL: server.SelfURL(ln.Addr()), IdleTimeout: time.Duration(cfg.MCPIdleTimeoutSeconds) * time.Second}
 	applyLimits(cfg, &scfg)
 	apiSrv := server.New(scfg, mgr, keys, log)
 	srv := apiSrv.HTTPServer(cfg.Listen)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/paddock-sandbox/paddock/internal/egress"
 	"github.com/paddock-sandbox/paddock/internal/template"
@@ -65,6 +66,34 @@ func newCatalog(cfg Config, st *template.Store, inUse catalog.InUse, log *slog.L
 	}
 	return catalog.New(catalog.Config{
 		Store: st, CatalogPath: filepath.Join(cfg.StateDir, "templates.json"),
-		Shared: shared, BaseRuntimes: bases, ImportDirs: dirs, InUse: inUse, Log: log,
+		Shared: shared, BaseRuntimes: bases, Aliases: cfg.TemplateAliases, ImportDirs: dirs, InUse: inUse, Log: log,
 	})
+}
+
+// aliasFlag collects --template-alias NAME=TEMPLATE flags.
+type aliasFlag map[string]string
+
+func (a aliasFlag) String() string { return "" }
+
+func (a aliasFlag) Set(v string) error {
+	name, target, ok := strings.Cut(v, "=")
+	if !ok || name == "" || target == "" {
+		return fmt.Errorf("want NAME=TEMPLATE, got %q", v)
+	}
+	a[name] = target
+	return nil
+}
+
+// into adds the flags' aliases to cfg (flags win) and returns it.
+func (a aliasFlag) into(cfg map[string]string) map[string]string {
+	if len(a) == 0 {
+		return cfg
+	}
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	for k, v := range a {
+		cfg[k] = v
+	}
+	return cfg
 }

@@ -2,9 +2,10 @@
 """Have Claude write, compile and run a C sieve of Eratosthenes with a
 `run_command` tool in a Paddock sandbox.
 
-The sandbox has no network, a 1800 s lease and ends with `on_timeout:
-"kill"` when the lease runs out (programs ported from hosted SDKs ask for
-`onLeaseEnd: "stop"`; use "stop" once your paddockd accepts it). The tool
+The sandbox has no network, a 1800 s lease and `on_timeout: "stop"`: when
+the lease runs out its processes end (the hosted SDKs' `onLeaseEnd:
+"stop"`; until stopped sandboxes keep their files, paddockd handles "stop"
+as "kill"). The tool
 result's is_error comes from the exit code, so the model sees gcc's errors
 as failures; the conversation is capped at ten turns.
 
@@ -42,7 +43,7 @@ def main() -> int:
     tools = Session(
         tools=[RUN_COMMAND],
         timeout=60,
-        create={"network": "off", "timeout": 1800, "on_timeout": "kill", "metadata": {"example": "sieve_c"}},
+        create={"network": "off", "timeout": 1800, "on_timeout": "stop", "metadata": {"example": "sieve_c"}},
     )
     msg, _ = run_anthropic(
         client, tools, max_turns=10, on_tool_call=log,

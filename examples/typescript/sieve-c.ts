@@ -26,13 +26,13 @@ async function main(): Promise<void> {
 
   // The sandbox lives for the conversation: the C file and the binary stay
   // between calls. It is deleted when main returns.
-  // No network, a 30-minute lease; at its end the sandbox's processes are
-  // killed ("stop" once the server accepts it as a lease-end action).
+  // No network, a 30-minute lease; at its end the sandbox's processes stop
+  // (paddockd handles "stop" as "kill" until stopped sandboxes keep files).
   await using sbx = await paddock.create({
     metadata: { example: "sieve-c" },
     network: "off",
     timeoutMs: 1_800_000,
-    onTimeout: "kill",
+    onTimeout: "stop",
   });
 
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: PROMPT }];

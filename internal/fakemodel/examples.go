@@ -39,20 +39,27 @@ import (
 // A turn whose results are not what the script expects is answered with a
 // 400 whose message starts with "fakemodel:", so a test sees at once which
 // step of the example went wrong.
+//
+// Tools offered under an MCP client's names ("mcp__paddock__run_python",
+// as Claude Code and so the Claude Agent SDK's query() name them) play the
+// same conversations, with the calls sent under those names.
 func Examples() Script {
 	return func(st State) Turn {
-		switch {
-		case slices.Contains(st.Tools, tooluse.RunCode):
-			return chartTurn(st)
-		case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunCommand):
-			return sieveTurn(st)
-		case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunPython):
-			return primesTurn(st)
-		case st.API != Anthropic && slices.Contains(st.Tools, tooluse.RunPython):
-			return fibonacciTurn(st)
-		}
-		return refuse("no example conversation offers these tools %q (tools are not carried over by previous_response_id)", st.Tools)
+		st, back := unprefixMCP(st)
+		return back(examplesTurn(st))
 	}
+}
+
+func examplesTurn(st State) Turn {
+	switch {
+	case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunCommand):
+		return sieveTurn(st)
+	case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunPython):
+		return primesTurn(st)
+	case st.API != Anthropic && slices.Contains(st.Tools, tooluse.RunPython):
+		return fibonacciTurn(st)
+	}
+	return refuse("no example conversation offers these tools %q (tools are not carried over by previous_response_id)", st.Tools)
 }
 
 const primesBuggy = `def primes(n):

@@ -95,10 +95,12 @@ type Result struct {
 	Images []Image
 }
 
-// Exec decodes the result as the JSON a Paddock run_* tool returns.
+// Exec decodes the result as the JSON a Paddock run_* tool returns. Text
+// after the JSON value is ignored: Claude Code appends its own
+// <system-reminder> blocks to the tool results of MCP tools.
 func (r Result) Exec() (tooluse.ExecOutput, error) {
 	var out tooluse.ExecOutput
-	err := json.Unmarshal([]byte(r.Content), &out)
+	err := json.NewDecoder(strings.NewReader(r.Content)).Decode(&out)
 	return out, err
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,7 +20,7 @@ import (
 // Defaults of MCPConfig.
 const (
 	DefaultMCPMaxSessions = mcp.DefaultMaxSessions
-	DefaultMCPIdleTimeout = 30 * time.Minute
+	DefaultMCPIdleTimeout = 5 * time.Minute
 )
 
 // apiKeyExtra is the TokenInfo.Extra entry holding the caller's API key.
@@ -37,8 +38,8 @@ type MCPConfig struct {
 	// MaxSessionsPerKey bounds one API key's sessions (default a quarter
 	// of MaxSessions; -1: no per-key bound).
 	MaxSessionsPerKey int
-	// IdleTimeout ends a session, deleting its sandbox, after this long
-	// without a request (default 30 minutes).
+	// IdleTimeout ends a session, deleting its own sandbox, after this long
+	// without a request (default 5 minutes; paddockd --mcp-idle-timeout).
 	IdleTimeout time.Duration
 }
 
@@ -87,9 +88,10 @@ func (s *Server) mcpHandler() http.Handler {
 			}
 			return ""
 		},
-		Tools:   tooluse.Options{Tools: tooluse.AllToolNames()}, // with run_code
-		Version: s.cfg.Version,
-		Logger:  s.log,
+		ClientConfig: true,
+		Tools:        tooluse.Options{Tools: tooluse.AllToolNames()}, // with run_code
+		Version:      s.cfg.Version,
+		Logger:       s.log,
 		Client: func(ctx context.Context, extra *sdk.RequestExtra) (*client.Client, error) {
 			var key string
 			if extra != nil && extra.TokenInfo != nil {
@@ -119,8 +121,37 @@ func (s *Server) mcpHandler() http.Handler {
 			writeError(w, fmt.Errorf("%w: missing or unknown API key (Authorization: Bearer <key>)", sandbox.ErrUnauthorized))
 			return
 		}
+		if err := mcpQueryConfig(r); err != nil {
+			writeError(w, err)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// mcpQueryConfig moves the session options in the query of a request that
+// opens an MCP session (?sandbox=ID, template, sandbox_timeout, timeout,
+// network, allow; see mcp.ParseQuery) into the mcp.ConfigHeader the
+// session reads them from. Requests of an existing session keep the
+// session's options whatever their query says.
+func mcpQueryConfig(r *http.Request) error {
+	r.Header.Del(mcp.ConfigHeader)
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.URL.RawQuery == "" {
+		return nil
+	}
+	cfg, err := mcp.ParseQuery(r.URL.Query())
+	if err != nil {
+		return fmt.Errorf("%w: /v1/mcp: %v", sandbox.ErrInvalid, err)
+	}
+	if cfg == nil {
+		return nil
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	r.Header.Set(mcp.ConfigHeader, string(b))
+	return nil
 }
 
 // CloseMCP ends every MCP session and deletes its sandbox, waiting until

@@ -133,6 +133,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+	drainBody(w, r)
 }
 
 // withKey authenticates a request by its API key and runs h, turning the

@@ -17,10 +17,12 @@ import (
 // fakeDaemon is a minimal in-memory paddockd: sandboxes, exec (echoes the
 // command; "false" exits 1) and files.
 type fakeDaemon struct {
-	mu    sync.Mutex
-	n     int
-	boxes map[string]*fakeBox
-	srv   *httptest.Server
+	mu       sync.Mutex
+	n        int
+	boxes    map[string]*fakeBox
+	srv      *httptest.Server
+	creates  []api.CreateSandboxRequest // every create request
+	lastExec api.ExecRequest
 }
 
 type fakeBox struct {
@@ -74,8 +76,9 @@ func (f *fakeDaemon) create(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
+	f.creates = append(f.creates, req)
 	b := &fakeBox{files: map[string][]byte{}, sb: api.Sandbox{
-		ID: fmt.Sprintf("sb_%d", f.n), State: api.StateRunning, Metadata: req.Metadata,
+		ID: fmt.Sprintf("sb_%d", f.n), State: api.StateRunning, Metadata: req.Metadata, Template: req.Template,
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
 	}}
 	f.boxes[b.sb.ID] = b
@@ -104,6 +107,7 @@ func (f *fakeDaemon) withBox(live bool, h func(http.ResponseWriter, *http.Reques
 func (f *fakeDaemon) exec(w http.ResponseWriter, r *http.Request, b *fakeBox) {
 	var req api.ExecRequest
 	json.NewDecoder(r.Body).Decode(&req)
+	f.lastExec = req
 	code := 0
 	if req.Command == "false" {
 		code = 1

@@ -18,7 +18,12 @@
 //
 // Over streamable HTTP, behind the caller's own authentication:
 //
-//	http.Handle("/mcp", s.HTTPHandler(&sdk.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute}))
+//	http.Handle("/mcp", s.HTTPHandler(&sdk.StreamableHTTPOptions{SessionTimeout: 5 * time.Minute}))
+//
+// A session may instead be attached to an existing sandbox (Options.Attach,
+// or SessionConfig.Sandbox from the client when Options.ClientConfig allows
+// it), which it never deletes; see config.go for the options a client may
+// choose.
 package mcp
 
 import (
@@ -71,6 +76,15 @@ type Options struct {
 	// PerCall gives every tool call a fresh sandbox, deleted afterwards,
 	// instead of one sandbox per session.
 	PerCall bool
+	// Attach is the id of an existing sandbox every session runs its calls
+	// in, instead of a sandbox of its own; it is never deleted, nor
+	// replaced when it is gone. Exclusive with PerCall.
+	Attach string
+	// ClientConfig lets each session choose its SessionConfig (an existing
+	// sandbox to attach to, template, lease, per-call timeout, network)
+	// with its initialize request: _meta[MetaKey], and the HTTP header
+	// ConfigHeader. Off, both are ignored.
+	ClientConfig bool
 	// MaxSessions bounds the concurrent MCP sessions (DefaultMaxSessions
 	// when 0); a session past it is refused.
 	MaxSessions int
@@ -94,6 +108,7 @@ type Options struct {
 type Server struct {
 	srv  *sdk.Server
 	opts Options
+	base *SessionConfig // from Options.Attach; nil: none
 	c    *client.Client
 	log  *slog.Logger
 
@@ -113,6 +128,9 @@ func New(c *client.Client, opts Options) *Server {
 		opts.Version = client.Version
 	}
 	s := &Server{opts: opts, c: c, log: opts.Logger, sessions: map[*sdk.ServerSession]*session{}}
+	if opts.Attach != "" {
+		s.base = &SessionConfig{Sandbox: opts.Attach}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -192,7 +210,11 @@ func (s *Server) track(next sdk.MethodHandler) sdk.MethodHandler {
 			if s.opts.SessionKey != nil {
 				key = s.opts.SessionKey(req.GetExtra())
 			}
-			if _, err := s.sessionOf(ss, key); err != nil {
+			se, err := s.sessionOf(ss, key)
+			if err != nil {
+				return nil, err
+			}
+			if err := se.configureOnce(ctx, req); err != nil {
 				return nil, err
 			}
 		}

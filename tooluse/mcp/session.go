@@ -27,7 +27,11 @@ type session struct {
 	id  string
 	key string // what the session counts against (Options.SessionKey)
 
+	once   sync.Once
+	cfgErr error // configure's error, answered to every request
+
 	mu     sync.Mutex
+	cfg    *SessionConfig // set by configure on the first request; nil: the server's options
 	c      *client.Client
 	ts     *tooluse.Session
 	sb     *client.Sandbox // ts's sandbox once known; nil in per-call mode
@@ -87,6 +91,13 @@ func (se *session) current(ctx context.Context, extra *sdk.RequestExtra) (*toolu
 		}
 		se.c = c
 	}
+	if se.ts == nil && se.attached() {
+		ts, sb, err := se.attach(ctx, se.cfg.Sandbox)
+		if err != nil {
+			return nil, nil, err
+		}
+		se.ts, se.sb = ts, sb
+	}
 	if se.ts == nil {
 		se.ts = se.newToolSession()
 	}
@@ -111,6 +122,9 @@ func (se *session) replace(ctx context.Context, old *tooluse.Session, sb *client
 	defer se.mu.Unlock()
 	if se.closed {
 		return nil, nil, "", errors.New("the MCP session has ended")
+	}
+	if se.attached() {
+		return nil, nil, "", fmt.Errorf("sandbox %s, which this session is attached to, is gone (%s)", sb.ID, why)
 	}
 	note := fmt.Sprintf("note: the sandbox of this session (%s) is gone (%s), so this call ran in a new, empty sandbox: "+
 		"files written by earlier calls are lost.", sb.ID, why)
@@ -155,6 +169,7 @@ func (se *session) newToolSession() *tooluse.Session {
 	if se.srv.opts.Sandbox != nil {
 		req = *se.srv.opts.Sandbox
 	}
+	req = se.cfg.apply(req)
 	req.Metadata = maps.Clone(req.Metadata)
 	if req.Metadata == nil {
 		req.Metadata = map[string]string{}
@@ -164,7 +179,7 @@ func (se *session) newToolSession() *tooluse.Session {
 	if se.srv.opts.PerCall {
 		sopts = append(sopts, tooluse.PerCall())
 	}
-	return tooluse.NewSession(se.c, se.srv.opts.Tools, sopts...)
+	return tooluse.NewSession(se.c, se.toolOptions(), sopts...)
 }
 
 // close deletes the session's sandbox and refuses further calls.

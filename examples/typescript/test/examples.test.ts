@@ -3,6 +3,9 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 
@@ -33,7 +36,7 @@ interface Run {
 }
 
 /** Runs dist/<name>.js with the daemon and the fake models in its environment. */
-function runExample(name: string): Promise<Run> {
+function runExample(name: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!/^(ANTHROPIC|OPENAI|PADDOCK)_/.test(k)) env[k] = v;
@@ -45,7 +48,7 @@ function runExample(name: string): Promise<Run> {
     ANTHROPIC_API_KEY: "sk-ant-test",
     OPENAI_BASE_URL: models.openaiURL,
     OPENAI_API_KEY: "sk-test",
-  });
+  }, extraEnv);
   const script = fileURLToPath(new URL(`../${name}.js`, import.meta.url));
   return new Promise((ok, fail) => {
     const child = spawn(process.execPath, [script], { env, stdio: ["ignore", "pipe", "pipe"] });
@@ -98,6 +101,23 @@ describe("examples", () => {
     await assertSandboxesGone("primes-ai-sdk");
   });
 
+  it("primes-claude-agent-sdk prints the 1000th prime through query() and the bundled Claude Code CLI", async () => {
+    const n = (await models.requests()).length;
+    // The CLI keeps its state under HOME: a throwaway one, and no traffic
+    // but the model's.
+    const home = await mkdtemp(join(tmpdir(), "paddock-claude-home-"));
+    const run = await runExample("primes-claude-agent-sdk", { HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" });
+    await rm(home, { recursive: true, force: true });
+    assert.equal(run.code, 0, `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`);
+    assert.match(run.stdout, /\b7919\b/);
+    // Claude Code also sends side requests without tools, which the fake
+    // refuses; the conversation's three turns are accepted.
+    const convo = (await requestsSince(n)).filter((r) => JSON.stringify(r.body).includes("mcp__paddock__run_python"));
+    assert.deepEqual(convo.map((r) => r.status), [200, 200, 200]);
+    assert.deepEqual(toolLines(run.stderr), ["[run_python] exit 1", "[run_python] exit 0", "[run_python] exit 0"]);
+    await assertSandboxesGone("primes-claude-agent-sdk");
+  });
+
   it("sieve-c compiles and runs a C sieve", async () => {
     const n = (await models.requests()).length;
     const run = await runExample("sieve-c");
@@ -106,6 +126,7 @@ describe("examples", () => {
     assert.match(run.stdout, /\b999983\b/);
     const [sbx] = await daemon.client(0).list({ metadata: { example: "sieve-c" }, state: "all" }).toArray();
     assert.equal(sbx?.info.network.mode, "off");
+    assert.equal(sbx?.info.on_timeout, "stop");
     assert.deepEqual((await requestsSince(n)).map((r) => r.status), [200, 200, 200]);
     assert.deepEqual(toolLines(run.stderr), ["[run_command] exit 1", "[run_command] exit 0"]);
     await assertSandboxesGone("sieve-c");

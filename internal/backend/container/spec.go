@@ -64,7 +64,7 @@ type specParams struct {
 // buildSpec writes the OCI runtime spec of one sandbox.
 func buildSpec(p specParams) (*specs.Spec, error) {
 	env := []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PATH=" + sandboxPath,
 		"HOME=/root", "USER=root", "LANG=C.UTF-8", "TERM=xterm", "HOSTNAME=sandbox",
 		"PYTHONUNBUFFERED=1",
 	}

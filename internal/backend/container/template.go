@@ -86,6 +86,8 @@ func buildBase(root, agentBin string) (*baseTemplate, error) {
 	for _, e := range hostEtc {
 		fmt.Fprintf(h, "etc %s\n", e)
 	}
+	binLinks := baseLinks()
+	hashLinks(h, binLinks)
 	keys := make([]string, 0, len(generatedEtc))
 	for k := range generatedEtc {
 		keys = append(keys, k)
@@ -141,6 +143,9 @@ func buildBase(root, agentBin string) (*baseTemplate, error) {
 		if err := os.WriteFile(filepath.Join(rootfs, "etc", k), []byte(v), 0o644); err != nil {
 			return nil, err
 		}
+	}
+	if err := writeLinks(rootfs, binLinks); err != nil {
+		return nil, err
 	}
 	if err := copyFile(agentBin, filepath.Join(rootfs, agentPath), 0o555); err != nil {
 		return nil, fmt.Errorf("install agent: %w", err)

@@ -63,6 +63,9 @@ type Config struct {
 	// BaseRuntimes maps the base template and the config templates built
 	// on it to their runtime ("" = the default).
 	BaseRuntimes map[string]string
+	// Aliases map extra template names to a base or config template
+	// (see alias.go); create with an alias is create with its target.
+	Aliases map[string]string
 	// ImportDirs are the host directories API requests may name
 	// oci_layout and tarball sources in.
 	ImportDirs []string
@@ -158,6 +161,9 @@ func canonical(s string) string {
 func New(cfg Config) (*Catalog, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkAliases(cfg); err != nil {
+		return nil, err
 	}
 	t := &Catalog{cfg: cfg, store: cfg.Store, log: cfg.Log,
 		pulling: map[string]string{}, active: map[string]int{}}

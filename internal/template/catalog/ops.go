@@ -73,6 +73,7 @@ func (t *Catalog) toAPI(e *tplEntry) Template {
 
 // Get returns the template owner sees as s.
 func (t *Catalog) Get(ctx context.Context, owner, s string) (*Template, error) {
+	s = t.unalias(s)
 	if name, ok := t.baseName(s); ok {
 		a := t.baseAPI(name, t.cfg.BaseRuntimes[name])
 		return &a, nil
@@ -99,7 +100,7 @@ func (t *Catalog) Get(ctx context.Context, owner, s string) (*Template, error) {
 // through the API; a template a live sandbox (or a build) uses cannot be
 // deleted at all. Layers nothing else uses are removed at once.
 func (t *Catalog) Delete(ctx context.Context, owner, s string) error {
-	if _, ok := t.baseName(s); ok {
+	if _, ok := t.baseName(s); ok || t.isAlias(s) {
 		return fmt.Errorf("%w: template %s is shared (defined by the daemon config)", sandbox.ErrInvalid, s)
 	}
 	ref := canonical(s)
@@ -242,7 +243,7 @@ func (t *Catalog) checkNewName(s string) (name, tag string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if _, ok := t.baseName(s); ok || strings.HasPrefix(s, "@") {
+	if _, ok := t.baseName(s); ok || strings.HasPrefix(s, "@") || t.isAlias(s) {
 		return "", "", fmt.Errorf("%w: %s is a shared template's name", sandbox.ErrConflict, s)
 	}
 	t.mu.Lock()

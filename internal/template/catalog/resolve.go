@@ -32,6 +32,7 @@ func (t *Catalog) baseName(s string) (string, bool) {
 // resolve finds the template owner means by s: a base template, owner's
 // own template, or a shared one, in that order.
 func (t *Catalog) resolve(owner, s string) (tplRef, error) {
+	s = t.unalias(s)
 	if name, ok := t.baseName(s); ok {
 		return tplRef{baseName: name, onBase: true, runtime: t.cfg.BaseRuntimes[name]}, nil
 	}
@@ -65,6 +66,7 @@ func (t *Catalog) namesLocked(owner string) []string {
 			out = append(out, e.ref())
 		}
 	}
+	out = append(out, t.aliasNames()...)
 	sort.Strings(out)
 	return slices.Compact(out)
 }

@@ -94,7 +94,7 @@ class ExamplesTest(unittest.TestCase):
         self.assertTrue(last["is_error"])
         self.assertIn("sieve.c", json.loads(last["content"])["stderr"])
         (sbx,) = DAEMON.client().list(metadata={"example": "sieve_c"}, state="all")
-        self.assertEqual((sbx.info.network.mode, sbx.info.on_timeout), ("off", "kill"))
+        self.assertEqual((sbx.info.network.mode, sbx.info.on_timeout), ("off", "stop"))
 
     def test_fibonacci_openai_chat(self) -> None:
         fake = self.with_fake()

@@ -1,5 +1,6 @@
 // The client: one daemon, its key, and the sandbox routes.
 
+import { mcpQuery, type McpUrlOptions } from "./mcp.js";
 import { Secrets, Templates, usage, type UsageOptions } from "./admin.js";
 import { ConnectionError } from "./errors.js";
 import { DEFAULT_TIMEOUT_MS, Transport, VERSION, env, pathOf, resolveURL, type RequestOptions } from "./http.js";
@@ -151,6 +152,21 @@ export class Paddock implements AsyncDisposable {
   /** The base URL requests go to, after the defaults. */
   get url(): string {
     return this.#t.baseURL;
+  }
+
+  /**
+   * The daemon's MCP endpoint (`/v1/mcp`, streamable HTTP) for an MCP client,
+   * with the options of the session it opens; send `authHeaders()` with it.
+   * Checked before any request.
+   */
+  mcpUrl(opts: McpUrlOptions = {}): string {
+    const q = mcpQuery(opts).toString();
+    return `${this.#t.baseURL}/v1/mcp${q ? `?${q}` : ""}`;
+  }
+
+  /** The Authorization header other HTTP clients need (MCP, ports). */
+  authHeaders(): Record<string, string> {
+    return this.#t.apiKey ? { Authorization: `Bearer ${this.#t.apiKey}` } : {};
   }
 
   /** The daemon's status and version; needs no API key. */

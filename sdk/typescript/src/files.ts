@@ -39,7 +39,7 @@ export interface MkdirOptions extends RequestOptions {
 
 /** Options of Files.list. */
 export interface ListFilesOptions extends RequestOptions {
-  /** Levels to descend; 1 (the default) lists the directory's own entries. */
+  /** Levels to descend, 1 to 20; 1 (the default) lists the directory's own entries. */
   depth?: number;
 }
 
@@ -106,6 +106,10 @@ export class Files {
 
   /** Lists the directory at path (default /workspace). Symlinks are listed, not followed. */
   async list(path?: string, opts: ListFilesOptions = {}): Promise<FileEntry[]> {
+    const d = opts.depth;
+    if (d !== undefined && (!Number.isInteger(d) || d < 1 || d > 20)) {
+      throw new RangeError(`depth must be an integer from 1 to 20, got ${String(d)}`);
+    }
     const res = await this.#t.json<ListFilesResponse>({
       method: "GET",
       path: this.#path("list"),

@@ -1,6 +1,7 @@
 // @paddock/sdk: the TypeScript SDK of Paddock, the self-hosted sandbox server.
 
 export { Paddock, SandboxList, type ListOptions, type PaddockOptions } from "./client.js";
+export { type McpUrlOptions } from "./mcp.js";
 export { Secrets, Templates, type BuildOptions, type UsageOptions } from "./admin.js";
 export type { CreateParams } from "./create.js";
 export type { IdleParams, PauseOptions, StopOptions } from "./lifecycle.js";

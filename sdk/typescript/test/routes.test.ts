@@ -72,6 +72,7 @@ describe("create", () => {
     await assert.rejects(paddock.create({ env: { A: 1 as never } }), (e: unknown) => e instanceof TypeError && /env/.test(e.message));
     await assert.rejects(sbx.exec(42 as never), TypeError);
     await assert.rejects(sbx.exec("true", { timeoutMs: 0 }), (e: unknown) => e instanceof RangeError && /timeoutMs/.test(e.message));
+    await assert.rejects(sbx.files.list("/", { depth: 21 }), (e: unknown) => e instanceof RangeError && /depth/.test(e.message));
   });
 
   it("maps the server's refusal to its typed error", async () => {

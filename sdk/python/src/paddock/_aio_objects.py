@@ -138,7 +138,7 @@ class AsyncFiles:
         return (await self.read(path)).decode(encoding, errors)
 
     async def list(self, path: Optional[str] = None, depth: Optional[int] = None) -> List[FileEntry]:
-        q = query_pairs([("path", _check.string("path", path) if path else "/workspace"), ("depth", _check.integer("depth", depth, minimum=1))])
+        q = query_pairs([("path", _check.string("path", path) if path else "/workspace"), ("depth", _check.integer("depth", depth, minimum=1, maximum=20))])
         d = await self._sbx.client._call("GET", self._path("list"), query=q) or {}
         return [FileEntry.from_json(e) for e in d.get("entries") or []]
 

@@ -30,13 +30,15 @@ def number(name: str, value: Any, *, minimum: Optional[float] = 0.0, allow_none:
     return v
 
 
-def integer(name: str, value: Any, *, minimum: Optional[int] = 0) -> Optional[int]:
+def integer(name: str, value: Any, *, minimum: Optional[int] = 0, maximum: Optional[int] = None) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 

@@ -16,7 +16,7 @@ import os
 from datetime import datetime
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 
-from . import _bodies, _check, _lifecycle
+from . import _bodies, _check, _lifecycle, _mcp
 from ._ahttp import AsyncTransport
 from ._code import AsyncCodeMixin
 from ._aio_objects import AsyncEventStream, AsyncFiles, AsyncProcess
@@ -102,9 +102,9 @@ class AsyncClient:
         resp = await self._t.send("GET", "/metrics", accept="text/plain", timeout=self.timeout, root=True)
         return (await resp.read()).decode("utf-8")
 
-    def mcp_url(self) -> str:
-        """See :meth:`paddock.Client.mcp_url`."""
-        return self._t.url("/mcp")
+    def mcp_url(self, **options: Any) -> str:
+        """See :meth:`paddock.Client.mcp_url` (the same keyword options)."""
+        return self._t.url("/mcp", _mcp.mcp_query(**options))
 
     def auth_headers(self) -> Dict[str, str]:
         return {"Authorization": "Bearer " + self.api_key} if self.api_key else {}

@@ -7,7 +7,7 @@ import os
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
-from . import _bodies, _check
+from . import _bodies, _check, _mcp
 from ._http import NDJSON, Transport, path_of, query_pairs
 from .errors import TransportError, error_for
 from .types import (
@@ -242,11 +242,24 @@ class Client:
         """The daemon's Prometheus metrics (``GET /metrics``, text format)."""
         return self._t.send("GET", "/metrics", accept="text/plain", timeout=self.timeout, root=True).read().decode("utf-8")
 
-    def mcp_url(self) -> str:
+    def mcp_url(
+        self,
+        *,
+        sandbox: Optional[str] = None,
+        template: Optional[str] = None,
+        sandbox_timeout: Optional[int] = None,
+        timeout: Optional[float] = None,
+        network: Optional[str] = None,
+        allow: Optional[List[str]] = None,
+    ) -> str:
         """The daemon's MCP endpoint (streamable HTTP, ``/v1/mcp``): hand it
         with :meth:`auth_headers` to an MCP client; each session gets its own
-        sandbox."""
-        return self._t.url("/mcp")
+        sandbox, deleted when the session ends. ``sandbox`` attaches the
+        sessions to an existing sandbox of this key instead (never deleted);
+        ``template``, ``sandbox_timeout`` (the lease, seconds), ``timeout``
+        (per call, seconds), ``network`` and ``allow`` set the options of the
+        session's own sandbox. Checked before any request."""
+        return self._t.url("/mcp", _mcp.mcp_query(sandbox, template, sandbox_timeout, timeout, network, allow))
 
     def auth_headers(self) -> Dict[str, str]:
         """The ``Authorization`` header other HTTP clients need (ports, MCP)."""

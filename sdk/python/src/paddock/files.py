@@ -73,7 +73,7 @@ class Files:
         ``depth`` levels down (default 1). Symlinks are listed, not followed."""
         # Sent explicitly: the daemon documents /workspace as the default but
         # answers 400 "path is required" without it.
-        q = query_pairs([("path", _check.string("path", path) if path else "/workspace"), ("depth", _check.integer("depth", depth, minimum=1))])
+        q = query_pairs([("path", _check.string("path", path) if path else "/workspace"), ("depth", _check.integer("depth", depth, minimum=1, maximum=20))])
         d = self._sbx.client._call("GET", self._path("list"), query=q) or {}
         return [FileEntry.from_json(e) for e in d.get("entries") or []]
 

@@ -4,7 +4,7 @@
 // CLI.
 //
 // The contract has one source, api/openapi.yaml. The structs and constants
-// of types.gen.go and the error table of errors.gen.go (StatusOf, CodeOf)
+// of the <group>.gen.go files (one per x-file group) and the error table of errors.gen.go (StatusOf, CodeOf)
 // are generated from it, as are the Python and TypeScript SDK types and
 // error classes; edit the YAML and run `make generate` (go run
 // ./internal/apigen). `make check-generated`, part of `make test`, fails

@@ -71,6 +71,9 @@ func TestLoadRejects(t *testing.T) {
 			ErrorBody: {type: object, properties: {code: {type: string}}}}}}`,
 		"inline object": `{info: {version: v1}, components: {schemas: {
 			A: {type: object, properties: {b: {type: object}}}}}}`,
+		"old extension": `{info: {version: v1}, components: {schemas: {
+			A: {type: object, x-go-file: a, properties: {b: {type: string}}},
+			ErrorBody: {type: object, properties: {code: {type: string, x-error-codes: [{code: x, status: 400}]}}}}}}`,
 		"group cycle": `{info: {version: v1}, components: {schemas: {
 			A: {type: object, x-file: a, properties: {b: {$ref: '#/components/schemas/B'}}},
 			B: {type: object, x-file: b, properties: {c: {$ref: '#/components/schemas/C'}}},

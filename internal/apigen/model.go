@@ -129,6 +129,9 @@ func loadSchema(name string, n *yaml.Node) (*schema, error) {
 		doc:    strings.TrimSpace(str(n, "description")),
 		group:  or(str(n, "x-file"), defaultGroup),
 	}
+	if get(n, "x-go-file") != nil {
+		return nil, fmt.Errorf("x-go-file is now x-file (it groups the files of every language)")
+	}
 	if e := get(n, "x-go-embed"); e != nil {
 		s.embed = &embed{schema: str(e, "schema"), pointer: str(e, "pointer") == "true", from: str(e, "from"), to: str(e, "to")}
 	}

@@ -325,6 +325,12 @@ func (m *Manager) terminate(ctx context.Context, id string, state sandbox.State,
 	if err != nil {
 		return err
 	}
+	return m.terminateLocked(ctx, r, state, reason)
+}
+
+// terminateLocked is terminate for a caller holding r's id lock.
+func (m *Manager) terminateLocked(ctx context.Context, r *store.Record, state sandbox.State, reason string) error {
+	id := r.ID
 	if !r.State.Kept() || r.StoppedAt == nil && r.State == sandbox.Stopped { // ended (or a stopped record of an older daemon)
 		return nil
 	}

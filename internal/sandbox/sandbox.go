@@ -125,6 +125,17 @@ type Stopper interface {
 	Start(ctx context.Context, spec Spec) (Info, error)
 }
 
+// ExitWatcher is a Backend that learns of its sandboxes' ends as they
+// happen (the container backend watches each init through a pidfd in one
+// epoll set), so the manager needs not ask Alive of every sandbox in turn:
+// idle sandboxes then cost the daemon nothing.
+type ExitWatcher interface {
+	// Exited returns, and forgets, the ids of the sandboxes whose
+	// processes ended since the last call. A listed sandbox may have been
+	// started again since; callers confirm with Alive.
+	Exited() []string
+}
+
 // Stats is a sample of a sandbox's resource use. CPUSeconds and the
 // network counters are cumulative since the sandbox started.
 type Stats struct {

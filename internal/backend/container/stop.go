@@ -50,6 +50,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 			b.Resume(ctx, id) // frozen tasks may not die (cgroup v1)
 		}
 		killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
+		defer b.exits.unwatch(id)
 		if err := rt.delete(ctx, id); err != nil {
 			errs = append(errs, err)
 			os.RemoveAll(filepath.Join(rt.root, id))
@@ -198,11 +199,14 @@ func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot
 	}
 	// The agent must survive the sandbox's own OOM kills; only the host can
 	// lower its score (a user namespace cannot).
-	if b, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
-		pid := strings.TrimSpace(string(b))
+	if pb, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
+		pid := strings.TrimSpace(string(pb))
 		os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte("-998"), 0)
 		if n, err := strconv.Atoi(pid); err == nil {
-			go reap(n)
+			if err := b.exits.watch(spec.ID, n); err != nil {
+				b.log.Warn("exit watch", "sandbox", spec.ID, "err", err)
+				go reap(n)
+			}
 		}
 	}
 	if err := b.waitReady(ctx, spec.ID); err != nil {

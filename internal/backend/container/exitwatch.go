@@ -1,0 +1,153 @@
+package container
+
+import (
+	"log/slog"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// exitWatch learns of sandbox inits' ends as they happen: each watched
+// init is a pidfd in one epoll set, served by one goroutine, so a
+// thousand idle sandboxes cost no CPU and no thread each (the daemon used
+// to run `runc state` for every sandbox every few seconds, and to block a
+// thread in wait4 per sandbox). An init that is the daemon's child (it
+// reparents to the daemon, a child subreaper, once the runtime exits) is
+// reaped through its pidfd as soon as it exits.
+type exitWatch struct {
+	log  *slog.Logger
+	epfd int
+
+	mu      sync.Mutex
+	ids     map[string]int // sandbox id → pidfd
+	fds     map[int]string // pidfd → sandbox id
+	exited  map[string]bool
+	started bool
+}
+
+func newExitWatch(log *slog.Logger) (*exitWatch, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	return &exitWatch{log: log, epfd: epfd, ids: map[string]int{}, fds: map[int]string{}, exited: map[string]bool{}}, nil
+}
+
+// watch starts watching process pid as sandbox id's init, replacing any
+// earlier watch of id and forgetting an unreported earlier exit.
+func (w *exitWatch) watch(id string, pid int) error {
+	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dropLocked(id)
+	delete(w.exited, id)
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	w.ids[id], w.fds[fd] = fd, id
+	if !w.started {
+		w.started = true
+		go w.loop()
+	}
+	return nil
+}
+
+// unwatch stops watching sandbox id and forgets its exit.
+func (w *exitWatch) unwatch(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dropLocked(id)
+	delete(w.exited, id)
+}
+
+func (w *exitWatch) dropLocked(id string) {
+	fd, ok := w.ids[id]
+	if !ok {
+		return
+	}
+	unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	unix.Close(fd)
+	delete(w.ids, id)
+	delete(w.fds, fd)
+}
+
+// state reports whether the watch knows sandbox id (watched, or exited
+// and not yet reported) and, if so, whether its init still runs.
+func (w *exitWatch) state(id string) (known, alive bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fd, ok := w.ids[id]; ok {
+		if exited(fd) {
+			w.endLocked(fd)
+			return true, false
+		}
+		return true, true
+	}
+	return w.exited[id], false
+}
+
+// drain returns and forgets the sandboxes whose init exited.
+func (w *exitWatch) drain() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.exited))
+	for id := range w.exited {
+		out = append(out, id)
+	}
+	clear(w.exited)
+	return out
+}
+
+func (w *exitWatch) loop() {
+	evs := make([]unix.EpollEvent, 64)
+	for {
+		n, err := unix.EpollWait(w.epfd, evs, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			w.log.Error("exit watch stopped", "err", err)
+			return
+		}
+		w.mu.Lock()
+		for _, ev := range evs[:n] {
+			// The fd may have been closed and its number reused for
+			// another sandbox since epoll_wait returned: trust only a
+			// pidfd that says so itself.
+			if fd := int(ev.Fd); w.fds[fd] != "" && exited(fd) {
+				w.endLocked(fd)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// endLocked records the exit of the init behind pidfd fd, reaps it if it
+// is the daemon's child, and closes fd.
+func (w *exitWatch) endLocked(fd int) {
+	id := w.fds[fd]
+	var info unix.Siginfo
+	unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG, nil) // ECHILD: not ours
+	unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	unix.Close(fd)
+	delete(w.fds, fd)
+	delete(w.ids, id)
+	w.exited[id] = true
+}
+
+// exited reports whether the process behind pidfd fd has exited.
+func exited(fd int) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(pfd, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}

@@ -1,0 +1,75 @@
+package container
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExitWatch: a watched process's exit is reported once, the process
+// (the test's child) is reaped, a running one reads as alive, an
+// unwatched one is forgotten, and re-watching an id forgets its old exit.
+func TestExitWatch(t *testing.T) {
+	w, err := newExitWatch(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() *os.Process {
+		t.Helper()
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd.Process
+	}
+	a, b, c := start(), start(), start()
+	for id, p := range map[string]*os.Process{"a": a, "b": b, "c": c} {
+		if err := w.watch(id, p.Pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if known, alive := w.state("a"); !known || !alive {
+		t.Fatalf("running a: known %v alive %v", known, alive)
+	}
+	a.Kill()
+	waitFor(t, "a's exit", func() bool { return slices.Contains(w.drain(), "a") })
+	if got := w.drain(); len(got) != 0 {
+		t.Errorf("reported again: %v", got)
+	}
+	waitFor(t, "a reaped", func() bool { return !exists(a.Pid) })
+	if known, _ := w.state("a"); known {
+		t.Error("a is still known after its exit was reported")
+	}
+	w.unwatch("b")
+	b.Kill()
+	c.Kill()
+	waitFor(t, "c's exit", func() bool { known, alive := w.state("c"); return known && !alive })
+	if err := w.watch("c", start().Pid); err != nil { // c started again
+		t.Fatal(err)
+	}
+	if got := w.drain(); len(got) != 0 {
+		t.Errorf("reported %v: b is unwatched and c runs again", got)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// exists reports whether pid exists, zombie or not.
+func exists(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(b), ") X")
+}

@@ -102,6 +102,9 @@ type Manager struct {
 	live    map[string]string // live sandbox id → owner
 	idLocks map[string]*sync.Mutex
 	act     map[string]*activity // live sandbox id → its recent use (idle.go)
+
+	cleanups   sync.WaitGroup // deferred cleanups of deleted sandboxes (delete.go)
+	cleanupSem chan struct{}
 }
 
 // Deps are the manager's collaborators; cmd/paddockd wires them. Store
@@ -141,7 +144,7 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
-		act: map[string]*activity{}}
+		act: map[string]*activity{}, cleanupSem: make(chan struct{}, cleanupWorkers)}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }
@@ -314,7 +317,16 @@ func (m *Manager) Delete(ctx context.Context, owner, id string) error {
 	if _, err := m.Get(ctx, owner, id); err != nil {
 		return err
 	}
-	return m.terminate(ctx, id, sandbox.Terminated, "deleted")
+	unlock := m.lockID(id)
+	defer unlock()
+	r, err := m.store.Get(id)
+	if err != nil {
+		return err
+	}
+	if m.deleteRunning(ctx, r, "deleted") {
+		return nil
+	}
+	return m.terminateLocked(ctx, r, sandbox.Terminated, "deleted")
 }
 
 // terminate destroys a live sandbox and records the final state.

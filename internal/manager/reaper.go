@@ -96,12 +96,14 @@ func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, r
 
 // Run reaps until ctx ends: expired leases are terminated, dead sandboxes
 // are marked stopped and cleaned up, and old records are pruned. It works
-// from the store, not from timers, so a restart loses nothing.
+// from the store, not from timers, so a restart loses nothing. Before it
+// returns it waits for the deferred cleanups of deleted sandboxes.
 func (m *Manager) Run(ctx context.Context) {
 	m.pool.Start(ctx)
 	tick := time.NewTicker(m.cfg.ReapInterval)
 	defer tick.Stop()
 	var lastLiveness time.Time
+	defer m.WaitCleanups()
 	for {
 		select {
 		case <-ctx.Done():

@@ -136,6 +136,17 @@ type ExitWatcher interface {
 	Exited() []string
 }
 
+// Killer is a Backend that can end every process of a sandbox at once
+// and leave the rest of its cleanup (runtime state, mounts, disk) to a
+// later Destroy, so that a delete answers as soon as the sandbox can no
+// longer run anything. A killed sandbox's traces stay where List finds
+// them, so recovery after a crash destroys them like any orphan.
+type Killer interface {
+	// Kill ends every process of a running sandbox and returns once none
+	// is left; an error means that could not be confirmed (call Destroy).
+	Kill(ctx context.Context, id string) error
+}
+
 // Stats is a sample of a sandbox's resource use. CPUSeconds and the
 // network counters are cumulative since the sandbox started.
 type Stats struct {

@@ -214,3 +214,33 @@ func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot
 	}
 	return sandbox.Info{ID: spec.ID, Runtime: root.runtime.name}, nil
 }
+
+var _ sandbox.Killer = (*Backend)(nil)
+
+// Kill ends every process of running sandbox id at once: SIGKILL to its
+// init through a pidfd (the kernel then kills the rest of its PID
+// namespace), waiting until its cgroup is empty. Runtime state, mounts,
+// disk and uid slot stay for Destroy. gVisor's sandbox is not killed this
+// way (its processes live in its own kernel): there Kill reports
+// ErrUnsupported and the caller destroys at once.
+func (b *Backend) Kill(ctx context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, id)
+	}
+	m, err := b.readMeta(id)
+	if err != nil {
+		return fmt.Errorf("%w: sandbox %s: %v", sandbox.ErrNotFound, id, err)
+	}
+	if rt := b.runtimes[m.Runtime]; rt == nil || rt.gvisor() {
+		return errors.ErrUnsupported
+	}
+	killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
+	alive, err := b.Alive(ctx, id)
+	if err != nil {
+		return err
+	}
+	if alive {
+		return fmt.Errorf("sandbox %s: init still alive after SIGKILL", id)
+	}
+	return nil
+}

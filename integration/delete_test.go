@@ -46,7 +46,7 @@ func TestDeleteCrashSafe(t *testing.T) {
 	requireDaemon(t)
 	const n = 8
 	uidHi := deleteUIDBase + (n+2)*65536
-	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(deleteUIDBase), "--max-sandboxes", strconv.Itoa(n + 2)}})
+	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(deleteUIDBase), "--max-sandboxes", strconv.Itoa(n + 2), "--max-sandboxes-per-key", "-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

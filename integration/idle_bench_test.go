@@ -26,39 +26,56 @@ const idleUIDBase = crashUIDBase + 1400*65536
 // BenchmarkIdle measures what idle sandboxes cost the daemon: its CPU
 // time (its own and that of the processes it runs and reaps, such as
 // runtime commands) over -paddock.idle.window with no sandbox, then with
-// -paddock.idle.n idle ones, on one fresh daemon. The first window is the
-// baseline of the second. It then deletes them all (4 clients) and
-// reports how long that took.
+// -paddock.idle.n idle ones. The first window is the baseline of the
+// second; with -paddock.baseline.bin the baseline build's daemon runs too,
+// measured over the same windows. It then deletes each daemon's sandboxes
+// (4 clients) and reports how long the deletes took to answer and the
+// host to be clean.
 func BenchmarkIdle(b *testing.B) {
 	requireDaemon(b)
-	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(idleUIDBase),
-		"--max-sandboxes", strconv.Itoa(*idleN + 10), "--max-sandboxes-per-key", "-1"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.shutdown()
+	names, ds := benchDaemons(b, idleUIDBase, *idleN+10)
 	ctx := context.Background()
-	c := d.client(0)
-	pid := d.cmd.Process.Pid
 	time.Sleep(5 * time.Second) // past start-up work
-	cpu0 := cpuOver(pid, *idleWindow)
-	sbs, err := createIdle(ctx, c, *idleN)
-	if err != nil {
-		b.Fatalf("created %d of %d: %v", len(sbs), *idleN, err)
+	cpu0 := cpuOverAll(ds, *idleWindow)
+	sbs := make([][]*client.Sandbox, len(ds))
+	for j, d := range ds {
+		var err error
+		if sbs[j], err = createIdle(ctx, d.client(0), *idleN); err != nil {
+			b.Fatalf("%s: created %d of %d: %v", names[j], len(sbs[j]), *idleN, err)
+		}
 	}
 	time.Sleep(5 * time.Second) // let the agents settle
-	cpuN := cpuOver(pid, *idleWindow)
-	t0 := time.Now()
-	deleteAll(ctx, sbs, 4)
-	del := time.Since(t0)
-	per100 := (cpuN - cpu0) / float64(*idleN) * 100
-	b.ReportMetric(cpu0, "daemon-cpu%-0-idle")
-	b.ReportMetric(cpuN, "daemon-cpu%-N-idle")
-	b.ReportMetric(per100, "daemon-cpu%-per-100-idle")
-	b.ReportMetric(del.Seconds(), "delete-all-s")
+	cpuN := cpuOverAll(ds, *idleWindow)
+	fmt.Println()
+	for j, d := range ds {
+		t0 := time.Now()
+		deleteAll(ctx, sbs[j], 4)
+		del := time.Since(t0)
+		settledDirs(d, 0)
+		clean := time.Since(t0)
+		per100 := (cpuN[j] - cpu0[j]) / float64(*idleN) * 100
+		b.ReportMetric(cpuN[j], "daemon-cpu%-N-idle-"+names[j])
+		b.ReportMetric(per100, "daemon-cpu%-per-100-idle-"+names[j])
+		b.ReportMetric(del.Seconds(), "delete-all-s-"+names[j])
+		fmt.Printf("idle (%s): daemon CPU over %s: %.2f%% of a core with 0 sandboxes, %.2f%% with %d idle (%+.2f%% per 100 idle); deleting %d took %.1fs (%.1f/s, 4 clients), all cleaned up after %.1fs\n",
+			names[j], *idleWindow, cpu0[j], cpuN[j], *idleN, per100, len(sbs[j]), del.Seconds(), float64(len(sbs[j]))/del.Seconds(), clean.Seconds())
+	}
 	b.ReportMetric(0, "ns/op")
-	fmt.Printf("\nidle: daemon CPU over %s: %.2f%% of a core with 0 sandboxes, %.2f%% with %d idle (%+.2f%% per 100 idle); deleting %d took %.1fs (%.1f/s, 4 clients)\n",
-		*idleWindow, cpu0, cpuN, *idleN, per100, len(sbs), del.Seconds(), float64(len(sbs))/del.Seconds())
+}
+
+// cpuOverAll is cpuOver for each daemon, over the same window.
+func cpuOverAll(ds []*daemon, d time.Duration) []float64 {
+	t0, c0 := time.Now(), make([]int64, len(ds))
+	for j, dm := range ds {
+		c0[j] = cpuTicks(dm.cmd.Process.Pid)
+	}
+	time.Sleep(d)
+	el := time.Since(t0).Seconds()
+	out := make([]float64, len(ds))
+	for j, dm := range ds {
+		out[j] = float64(cpuTicks(dm.cmd.Process.Pid)-c0[j]) / 100 / el * 100 // USER_HZ is 100
+	}
+	return out
 }
 
 // createIdle creates n idle sandboxes with 4 concurrent clients.
@@ -117,16 +134,6 @@ func deleteAll(ctx context.Context, sbs []*client.Sandbox, clients int) {
 	}
 	close(next)
 	wg.Wait()
-}
-
-// cpuOver returns the CPU that process pid used over d, in percent of one
-// core: its own user and system time plus that of the children it waited
-// for.
-func cpuOver(pid int, d time.Duration) float64 {
-	t0, c0 := time.Now(), cpuTicks(pid)
-	time.Sleep(d)
-	t1, c1 := time.Now(), cpuTicks(pid)
-	return float64(c1-c0) / 100 / t1.Sub(t0).Seconds() * 100 // USER_HZ is 100
 }
 
 // cpuTicks sums utime, stime, cutime and cstime of /proc/pid/stat.

@@ -29,7 +29,7 @@ const idleUIDBase = crashUIDBase + 1400*65536
 // -paddock.idle.n idle ones. The first window is the baseline of the
 // second; with -paddock.baseline.bin the baseline build's daemon runs too,
 // measured over the same windows. It then deletes each daemon's sandboxes
-// (4 clients) and reports how long the deletes took to answer and the
+// (4 clients each, the daemons at the same time) and reports how long the deletes took to answer and the
 // host to be clean.
 func BenchmarkIdle(b *testing.B) {
 	requireDaemon(b)
@@ -46,19 +46,30 @@ func BenchmarkIdle(b *testing.B) {
 	}
 	time.Sleep(5 * time.Second) // let the agents settle
 	cpuN := cpuOverAll(ds, *idleWindow)
-	fmt.Println()
+	// The daemons delete at the same time, so that neither deletes on a
+	// quieter host than the other.
+	del, clean := make([]time.Duration, len(ds)), make([]time.Duration, len(ds))
+	var wg sync.WaitGroup
 	for j, d := range ds {
-		t0 := time.Now()
-		deleteAll(ctx, sbs[j], 4)
-		del := time.Since(t0)
-		settledDirs(d, 0)
-		clean := time.Since(t0)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			deleteAll(ctx, sbs[j], 4)
+			del[j] = time.Since(t0)
+			settledDirs(d, 0)
+			clean[j] = time.Since(t0)
+		}()
+	}
+	wg.Wait()
+	fmt.Println()
+	for j := range ds {
 		per100 := (cpuN[j] - cpu0[j]) / float64(*idleN) * 100
 		b.ReportMetric(cpuN[j], "daemon-cpu%-N-idle-"+names[j])
 		b.ReportMetric(per100, "daemon-cpu%-per-100-idle-"+names[j])
-		b.ReportMetric(del.Seconds(), "delete-all-s-"+names[j])
+		b.ReportMetric(del[j].Seconds(), "delete-all-s-"+names[j])
 		fmt.Printf("idle (%s): daemon CPU over %s: %.2f%% of a core with 0 sandboxes, %.2f%% with %d idle (%+.2f%% per 100 idle); deleting %d took %.1fs (%.1f/s, 4 clients), all cleaned up after %.1fs\n",
-			names[j], *idleWindow, cpu0[j], cpuN[j], *idleN, per100, len(sbs[j]), del.Seconds(), float64(len(sbs[j]))/del.Seconds(), clean.Seconds())
+			names[j], *idleWindow, cpu0[j], cpuN[j], *idleN, per100, len(sbs[j]), del[j].Seconds(), float64(len(sbs[j]))/del[j].Seconds(), clean[j].Seconds())
 	}
 	b.ReportMetric(0, "ns/op")
 }

@@ -22,6 +22,7 @@ type exitWatch struct {
 	ids     map[string]int // sandbox id → pidfd
 	fds     map[int]string // pidfd → sandbox id
 	exited  map[string]bool
+	failed  map[string]bool // could not be watched: reported as exited until watched
 	started bool
 }
 
@@ -30,25 +31,31 @@ func newExitWatch(log *slog.Logger) (*exitWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &exitWatch{log: log, epfd: epfd, ids: map[string]int{}, fds: map[int]string{}, exited: map[string]bool{}}, nil
+	return &exitWatch{log: log, epfd: epfd, ids: map[string]int{}, fds: map[int]string{}, exited: map[string]bool{}, failed: map[string]bool{}}, nil
 }
 
 // watch starts watching process pid as sandbox id's init, replacing any
-// earlier watch of id and forgetting an unreported earlier exit.
+// earlier watch of id and forgetting an unreported earlier exit. When it
+// fails, id is reported by every drain until a watch succeeds, so that
+// its owner keeps asking (Alive, which watches it again) rather than
+// never hear of its exit.
 func (w *exitWatch) watch(id string, pid int) error {
-	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
-	if err != nil {
-		return err
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.dropLocked(id)
 	delete(w.exited, id)
+	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
+	if err != nil {
+		w.failed[id] = true
+		return err
+	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		unix.Close(fd)
+		w.failed[id] = true
 		return err
 	}
+	delete(w.failed, id)
 	w.ids[id], w.fds[fd] = fd, id
 	if !w.started {
 		w.started = true
@@ -63,6 +70,7 @@ func (w *exitWatch) unwatch(id string) {
 	defer w.mu.Unlock()
 	w.dropLocked(id)
 	delete(w.exited, id)
+	delete(w.failed, id)
 }
 
 func (w *exitWatch) dropLocked(id string) {
@@ -91,13 +99,19 @@ func (w *exitWatch) state(id string) (known, alive bool) {
 	return w.exited[id], false
 }
 
-// drain returns and forgets the sandboxes whose init exited.
+// drain returns and forgets the sandboxes whose init exited, and returns
+// those that could not be watched.
 func (w *exitWatch) drain() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.exited))
+	out := make([]string, 0, len(w.exited)+len(w.failed))
 	for id := range w.exited {
 		out = append(out, id)
+	}
+	for id := range w.failed {
+		if !w.exited[id] {
+			out = append(out, id)
+		}
 	}
 	clear(w.exited)
 	return out

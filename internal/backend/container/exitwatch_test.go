@@ -56,6 +56,25 @@ func TestExitWatch(t *testing.T) {
 	if got := w.drain(); len(got) != 0 {
 		t.Errorf("reported %v: b is unwatched and c runs again", got)
 	}
+	// A sandbox that cannot be watched is reported until it is.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.watch("d", gone.Process.Pid); err == nil {
+		t.Fatal("watching a reaped process succeeded")
+	}
+	for range 2 {
+		if got := w.drain(); !slices.Equal(got, []string{"d"}) {
+			t.Fatalf("unwatchable d: drained %v", got)
+		}
+	}
+	if err := w.watch("d", start().Pid); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.drain(); len(got) != 0 {
+		t.Errorf("reported %v once d is watched", got)
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -21,7 +21,8 @@ type exitWatch struct {
 	mu      sync.Mutex
 	ids     map[string]int // sandbox id → pidfd
 	fds     map[int]string // pidfd → sandbox id
-	exited  map[string]bool
+	exited  map[string]bool // init exited (until watched again or unwatched)
+	pending map[string]bool // exited, not yet drained
 	failed  map[string]bool // could not be watched: reported as exited until watched
 	started bool
 }
@@ -31,7 +32,7 @@ func newExitWatch(log *slog.Logger) (*exitWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &exitWatch{log: log, epfd: epfd, ids: map[string]int{}, fds: map[int]string{}, exited: map[string]bool{}, failed: map[string]bool{}}, nil
+	return &exitWatch{log: log, epfd: epfd, ids: map[string]int{}, fds: map[int]string{}, exited: map[string]bool{}, pending: map[string]bool{}, failed: map[string]bool{}}, nil
 }
 
 // watch starts watching process pid as sandbox id's init, replacing any
@@ -44,6 +45,7 @@ func (w *exitWatch) watch(id string, pid int) error {
 	defer w.mu.Unlock()
 	w.dropLocked(id)
 	delete(w.exited, id)
+	delete(w.pending, id)
 	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
 	if err != nil {
 		w.failed[id] = true
@@ -70,6 +72,7 @@ func (w *exitWatch) unwatch(id string) {
 	defer w.mu.Unlock()
 	w.dropLocked(id)
 	delete(w.exited, id)
+	delete(w.pending, id)
 	delete(w.failed, id)
 }
 
@@ -84,8 +87,8 @@ func (w *exitWatch) dropLocked(id string) {
 	delete(w.fds, fd)
 }
 
-// state reports whether the watch knows sandbox id (watched, or exited
-// and not yet reported) and, if so, whether its init still runs.
+// state reports whether the watch knows sandbox id (watched, or seen to
+// exit since) and, if so, whether its init still runs.
 func (w *exitWatch) state(id string) (known, alive bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -104,16 +107,16 @@ func (w *exitWatch) state(id string) (known, alive bool) {
 func (w *exitWatch) drain() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.exited)+len(w.failed))
-	for id := range w.exited {
+	out := make([]string, 0, len(w.pending)+len(w.failed))
+	for id := range w.pending {
 		out = append(out, id)
 	}
 	for id := range w.failed {
-		if !w.exited[id] {
+		if !w.pending[id] {
 			out = append(out, id)
 		}
 	}
-	clear(w.exited)
+	clear(w.pending)
 	return out
 }
 
@@ -151,7 +154,7 @@ func (w *exitWatch) endLocked(fd int) {
 	unix.Close(fd)
 	delete(w.fds, fd)
 	delete(w.ids, id)
-	w.exited[id] = true
+	w.exited[id], w.pending[id] = true, true
 }
 
 // exited reports whether the process behind pidfd fd has exited.

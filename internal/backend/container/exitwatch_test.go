@@ -43,8 +43,8 @@ func TestExitWatch(t *testing.T) {
 		t.Errorf("reported again: %v", got)
 	}
 	waitFor(t, "a reaped", func() bool { return !exists(a.Pid) })
-	if known, _ := w.state("a"); known {
-		t.Error("a is still known after its exit was reported")
+	if known, alive := w.state("a"); !known || alive {
+		t.Errorf("a after its exit was reported: known %v alive %v, want known dead", known, alive)
 	}
 	w.unwatch("b")
 	b.Kill()

@@ -15,7 +15,7 @@ var createN = flag.Int("paddock.create.n", 50, "creates BenchmarkCreate times pe
 
 // createBenchUIDBase keeps BenchmarkCreate's uid ranges clear of every
 // other test's.
-const createBenchUIDBase = crashUIDBase + 1950*65536
+const createBenchUIDBase = crashUIDBase + 2000*65536
 
 // BenchmarkCreate times a cold create → the first `python3 -c 'print(1)'`
 // result, as a client sees it, -paddock.create.n times per daemon,

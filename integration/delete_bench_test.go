@@ -44,10 +44,12 @@ const deleteBenchUIDBase = crashUIDBase + 1900*65536
 
 // BenchmarkDelete times DELETE of a running sandbox (that has run one
 // command), as its client waits for it, -paddock.delete.n times per
-// daemon, interleaved with the baseline build's daemon when one is given.
+// daemon, interleaved with the baseline build's daemon when one is given;
+// then the deletes of 20 sandboxes at once (4 clients), until all answered
+// and until the host is clean.
 func BenchmarkDelete(b *testing.B) {
 	requireDaemon(b)
-	names, ds := benchDaemons(b, deleteBenchUIDBase, 4)
+	names, ds := benchDaemons(b, deleteBenchUIDBase, 24)
 	ctx := context.Background()
 	lat := make([][]time.Duration, len(ds))
 	for i := 0; i < *deleteN; i++ {
@@ -67,7 +69,30 @@ func BenchmarkDelete(b *testing.B) {
 			lat[j] = append(lat[j], time.Since(t0))
 		}
 	}
+	// Many at once: 20 per daemon deleted by 4 clients, until they all
+	// answered and until the host is clean, the daemons taking turns.
+	const many = 20
+	answered, cleaned := make([]time.Duration, len(ds)), make([]time.Duration, len(ds))
+	for round := 0; round < 2; round++ {
+		for k := range ds {
+			j := (round + k) % len(ds)
+			sbs, err := createIdle(ctx, ds[j].client(0), many)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			deleteAll(ctx, sbs, 4)
+			answered[j] += time.Since(t0)
+			settledDirs(ds[j], 0)
+			cleaned[j] += time.Since(t0)
+		}
+	}
 	fmt.Println()
+	for j, name := range names {
+		fmt.Printf("delete %d at once (%s, mean of 2): all answered after %.2f s, host clean after %.2f s\n",
+			many, name, answered[j].Seconds()/2, cleaned[j].Seconds()/2)
+		b.ReportMetric(cleaned[j].Seconds()/2, "delete-20-clean-"+name+"-s")
+	}
 	for j, name := range names {
 		slices.Sort(lat[j])
 		b.ReportMetric(ms(pct(lat[j], 50)), "delete-"+name+"-median-ms")

@@ -467,10 +467,20 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 	}
 	killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
 	defer b.exits.unwatch(id)
-	for _, rt := range rts {
-		if err := rt.delete(ctx, id); err != nil {
+	if known, alive := b.exits.state(id); known && !alive && len(rts) == 1 && !rts[0].gvisor() {
+		// The exit watch saw the init die, so no process is left: what
+		// runc or crun would delete is its state directory and the
+		// cgroups, which killCgroups removes. This saves running the
+		// runtime binary once per delete. (runsc keeps more: it runs.)
+		if err := os.RemoveAll(filepath.Join(rts[0].root, id)); err != nil {
 			errs = append(errs, err)
-			os.RemoveAll(filepath.Join(rt.root, id))
+		}
+	} else {
+		for _, rt := range rts {
+			if err := rt.delete(ctx, id); err != nil {
+				errs = append(errs, err)
+				os.RemoveAll(filepath.Join(rt.root, id))
+			}
 		}
 	}
 	killCgroups(b.cfg.CgroupParent, id)

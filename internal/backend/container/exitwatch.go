@@ -19,8 +19,8 @@ type exitWatch struct {
 	epfd int
 
 	mu      sync.Mutex
-	ids     map[string]int // sandbox id → pidfd
-	fds     map[int]string // pidfd → sandbox id
+	ids     map[string]int  // sandbox id → pidfd
+	fds     map[int]string  // pidfd → sandbox id
 	exited  map[string]bool // init exited (until watched again or unwatched)
 	pending map[string]bool // exited, not yet drained
 	failed  map[string]bool // could not be watched: reported as exited until watched

@@ -50,9 +50,21 @@ func (m *Manager) deleteRunning(ctx context.Context, r *store.Record, reason str
 // cleanupLater destroys killed sandbox id and tears down its network in
 // the background.
 func (m *Manager) cleanupLater(id string) {
+	done := make(chan struct{})
+	m.mu.Lock()
+	m.cleaning[id] = done
+	m.mu.Unlock()
 	m.cleanups.Add(1)
 	go func() {
 		defer m.cleanups.Done()
+		defer func() {
+			m.mu.Lock()
+			if m.cleaning[id] == done {
+				delete(m.cleaning, id)
+			}
+			m.mu.Unlock()
+			close(done)
+		}()
 		m.cleanupSem <- struct{}{}
 		defer func() { <-m.cleanupSem }()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -76,3 +88,24 @@ func (m *Manager) cleanupLater(id string) {
 
 // WaitCleanups waits until the deferred cleanups in flight are done.
 func (m *Manager) WaitCleanups() { m.cleanups.Wait() }
+
+// AwaitCleanups waits until the deferred cleanups in flight when it is
+// called are done, or ctx ends. It reports whether there were any and all
+// of them ended (successfully or not): a caller refused because a deleted
+// sandbox still held something (a template delete) may then try again.
+func (m *Manager) AwaitCleanups(ctx context.Context) bool {
+	m.mu.Lock()
+	waits := make([]chan struct{}, 0, len(m.cleaning))
+	for _, c := range m.cleaning {
+		waits = append(waits, c)
+	}
+	m.mu.Unlock()
+	for _, c := range waits {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return len(waits) > 0
+}

@@ -71,10 +71,21 @@ func TestDeleteDefersCleanup(t *testing.T) {
 		for range testMaxPerKey {
 			tm.create("alice", sandbox.CreateRequest{})
 		}
-		k.release()
-		tm.m.WaitCleanups()
+		// AwaitCleanups waits for it, or until its context ends.
+		short, cancel := context.WithCancel(ctx)
+		cancel()
+		if tm.m.AwaitCleanups(short) {
+			t.Error("AwaitCleanups with an ended context says the cleanups ended")
+		}
+		go k.release()
+		if !tm.m.AwaitCleanups(ctx) {
+			t.Error("AwaitCleanups says there was no cleanup to wait for")
+		}
 		if tm.onHost(id) {
 			t.Error("still on the host after the cleanup")
+		}
+		if tm.m.AwaitCleanups(ctx) {
+			t.Error("AwaitCleanups says a cleanup was in flight after all ended")
 		}
 	})
 	t.Run("crash mid-cleanup", func(t *testing.T) {

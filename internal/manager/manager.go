@@ -105,6 +105,7 @@ type Manager struct {
 
 	cleanups   sync.WaitGroup // deferred cleanups of deleted sandboxes (delete.go)
 	cleanupSem chan struct{}
+	cleaning   map[string]chan struct{} // sandbox id → closed when its deferred cleanup ends (under mu)
 }
 
 // Deps are the manager's collaborators; cmd/paddockd wires them. Store
@@ -144,7 +145,8 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
-		act: map[string]*activity{}, cleanupSem: make(chan struct{}, cleanupWorkers)}
+		act: map[string]*activity{}, cleanupSem: make(chan struct{}, cleanupWorkers),
+		cleaning: map[string]chan struct{}{}}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }

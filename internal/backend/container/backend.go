@@ -416,7 +416,9 @@ func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
 // Alive reports whether the runtime still runs the sandbox. A watched
 // sandbox (see exitWatch) is answered from its pidfd; any other is asked
 // of the runtime, and watched from then on if it runs (a sandbox adopted
-// after a restart). One without runtime state is not alive.
+// after a restart) — if the pid the runtime reports is the sandbox's
+// (in its cgroup) and has not exited. One without runtime state is not
+// alive.
 func (b *Backend) Alive(ctx context.Context, id string) (bool, error) {
 	if known, alive := b.exits.state(id); known {
 		return alive, nil
@@ -438,11 +440,15 @@ func (b *Backend) Alive(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	alive := st == "running" || st == "paused"
-	if alive && pid > 0 {
-		if err := b.exits.watch(id, pid); err != nil {
-			b.log.Warn("exit watch", "sandbox", id, "err", err)
-		}
+	if st != "running" && st != "paused" {
+		return false, nil
+	}
+	if pid <= 0 {
+		return true, nil
+	}
+	alive, err := b.exits.adopt(id, pid, func(pid int) bool { return inCgroup(pid, b.cfg.CgroupParent, id) })
+	if err != nil {
+		b.log.Warn("exit watch", "sandbox", id, "err", err)
 	}
 	return alive, nil
 }

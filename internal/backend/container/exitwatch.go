@@ -1,6 +1,7 @@
 package container
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -43,14 +44,61 @@ func newExitWatch(log *slog.Logger) (*exitWatch, error) {
 func (w *exitWatch) watch(id string, pid int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.dropLocked(id)
-	delete(w.exited, id)
-	delete(w.pending, id)
+	w.forgetLocked(id)
 	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
 	if err != nil {
 		w.failed[id] = true
 		return err
 	}
+	return w.addLocked(id, fd)
+}
+
+// adopt is watch for a pid that the runtime reported, which it checks
+// first, and it says whether that init still runs. The runtime's word is
+// not enough: runsc reports its sandbox running as long as the sandbox's
+// process is a zombie (kill(pid, 0) succeeds on one), and a pid may have
+// been reused since the init died. So an init that is gone, that owned
+// says is not the sandbox's, or that has exited but not been reaped, is
+// recorded as exited. An error other than a vanished process leaves id
+// reported as watch does, and alive as the runtime said.
+func (w *exitWatch) adopt(id string, pid int, owned func(pid int) bool) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.forgetLocked(id)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		w.exited[id] = true
+		return false, nil
+	}
+	if err != nil {
+		w.failed[id] = true
+		return true, err
+	}
+	// The pidfd pins the process: owned looks at the one it refers to.
+	if !owned(pid) {
+		unix.Close(fd)
+		w.exited[id] = true
+		return false, nil
+	}
+	if err := w.addLocked(id, fd); err != nil {
+		return true, err
+	}
+	if exited(fd) {
+		w.endLocked(fd)
+		return false, nil
+	}
+	return true, nil
+}
+
+// forgetLocked drops id's watch and its recorded exit.
+func (w *exitWatch) forgetLocked(id string) {
+	w.dropLocked(id)
+	delete(w.exited, id)
+	delete(w.pending, id)
+}
+
+// addLocked adds pidfd fd, which it then owns, as id's watch.
+func (w *exitWatch) addLocked(id string, fd int) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		unix.Close(fd)
@@ -70,9 +118,7 @@ func (w *exitWatch) watch(id string, pid int) error {
 func (w *exitWatch) unwatch(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.dropLocked(id)
-	delete(w.exited, id)
-	delete(w.pending, id)
+	w.forgetLocked(id)
 	delete(w.failed, id)
 }
 

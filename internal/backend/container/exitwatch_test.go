@@ -92,3 +92,55 @@ func exists(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return err == nil && !strings.Contains(string(b), ") X")
 }
+
+// TestExitWatchAdopt: adopting a pid the runtime reported watches it only
+// if it runs and is the sandbox's; a zombie (what runsc reports as a
+// running sandbox), a reaped process and a process owned says is another's
+// read as exited.
+func TestExitWatchAdopt(t *testing.T) {
+	w, err := newExitWatch(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string, args ...string) *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd
+	}
+	yes := func(int) bool { return true }
+	zombie := start("true")
+	waitFor(t, "a zombie", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", zombie.Process.Pid))
+		return strings.Contains(string(b), ") Z")
+	})
+	reaped := exec.Command("true")
+	if err := reaped.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		pid   int
+		owned func(int) bool
+		alive bool
+	}{
+		{"running", start("sleep", "60").Process.Pid, yes, true},
+		{"zombie", zombie.Process.Pid, yes, false},
+		{"reaped", reaped.Process.Pid, yes, false},
+		{"another's", start("sleep", "60").Process.Pid, func(int) bool { return false }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alive, err := w.adopt(tc.name, tc.pid, tc.owned)
+			if err != nil || alive != tc.alive {
+				t.Fatalf("adopt = %v, %v; want %v, nil", alive, err, tc.alive)
+			}
+			if known, alive := w.state(tc.name); !known || alive != tc.alive {
+				t.Errorf("state = known %v alive %v; want known, alive %v", known, alive, tc.alive)
+			}
+		})
+	}
+	waitFor(t, "the zombie reaped", func() bool { return !exists(zombie.Process.Pid) })
+}

@@ -28,7 +28,9 @@ var _ sandbox.Stopper = (*Backend)(nil)
 // Start re-creates everything else from those two files.
 
 // keptFiles are what a stopped sandbox's directory keeps.
-var keptFiles = map[string]bool{"sandbox.json": true, "disk.img": true}
+// (loopRecord is kept too: it names no attached device once stopped, and
+// spares Destroy a scan of every loop device.)
+var keptFiles = map[string]bool{"sandbox.json": true, "disk.img": true, loopRecord: true}
 
 // Stop ends every process of sandbox id and releases everything but its
 // disk image and metadata. Idempotent; it also tidies a sandbox whose

@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-perf bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -76,10 +76,21 @@ e2b-compat: build
 	scripts/cgroup-setup.sh
 	cd integration/e2b-sdk && npm ci --no-audit --no-fund && PADDOCK_BIN=$(CURDIR)/$(BIN) npm test
 
-## bench: the benchmarks of docs/benchmarks.md (create/exec/bare, warm pool, lifecycle: pause/resume, stop/start, auto-resume)
+## bench: the benchmarks of docs/benchmarks.md (create/exec/bare, warm pool, lifecycle: pause/resume, stop/start, auto-resume), then bench-perf
 bench: build
 	scripts/cgroup-setup.sh
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Latency|Code|Capacity|Lifecycle|NetworkOnOff|NoisyNeighbor|Pool|Surface|Terminal)$$' -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
+	$(MAKE) bench-perf
+
+## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, delete latency, deleting N, create → first result); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
+BASELINE ?=
+BENCH_BASE_DIR ?= /tmp/paddock-bench-baseline
+bench-perf: build
+	scripts/cgroup-setup.sh
+	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
+		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
+		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|Delete|Create)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
 
 ## bench-surface: another tenant's exec latency and the daemon's peak RSS, quiet and under each daemon-surface attack (docs/benchmarks.md)
 bench-surface: build

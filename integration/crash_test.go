@@ -112,7 +112,7 @@ func TestCrashRecovery(t *testing.T) {
 	if len(ids) != 5 {
 		t.Fatalf("want 5 sandboxes on record (3 + short + half-created), got %d", len(ids))
 	}
-	if tr := tracesOf(d.stateDir, ids, crashUIDBase, uidHi); !tr.zero() {
+	if tr := settledTraces(d.stateDir, ids, crashUIDBase, uidHi); !tr.zero() {
 		t.Fatalf("leaked after crash, restart and delete: %+v", tr)
 	}
 	fmt.Fprintf(testWriter{t}, "while down: %+v; after cleanup: 0 leaks\n", running)

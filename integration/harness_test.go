@@ -82,6 +82,7 @@ type daemonOptions struct {
 	config    string // JSON config file contents
 	stateDir  string // reuse a state directory (restart tests)
 	listen    string
+	bin       string // directory of another build (benchmarks' baselines); default -paddock.bin
 }
 
 // daemon is one running paddockd.
@@ -150,7 +151,11 @@ func (d *daemon) start() error {
 		args = append(args, "--config", p)
 	}
 	args = append(args, d.opts.extraArgs...)
-	d.cmd = exec.Command(filepath.Join(*binDir, "paddockd"), args...)
+	bin := *binDir
+	if d.opts.bin != "" {
+		bin = d.opts.bin
+	}
+	d.cmd = exec.Command(filepath.Join(bin, "paddockd"), args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
 		return err

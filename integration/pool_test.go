@@ -225,7 +225,7 @@ cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu,cpuacct/cpu.cfs
 			t.Fatal(err)
 		}
 	}
-	if dirs := sandboxDirs(d); len(dirs) != 2 {
+	if dirs := settledDirs(d, 2); len(dirs) != 2 {
 		t.Fatalf("pool of 2 after deletes: %v", dirs)
 	}
 	ev = lifecycleEvents(t, d)
@@ -324,7 +324,10 @@ func TestPoolRestart(t *testing.T) {
 	if err := sb.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if dirs := sandboxDirs(d); len(dirs) != 0 {
+	if tr := settledTraces(d.stateDir, all, base, base+64*65536); !tr.zero() {
+		t.Fatalf("leaked: %+v", tr)
+	}
+	if dirs := settledDirs(d, 0); len(dirs) != 0 {
 		t.Fatalf("left after deleting everything: %v", dirs)
 	}
 	if tr := tracesOf(d.stateDir, all, base, base+64*65536); !tr.zero() {

@@ -90,7 +90,7 @@ func TestSoak(t *testing.T) {
 		}
 		c.Sandbox(sb.ID).Kill(cctx)
 	}
-	tr := tracesOf(d.stateDir, ids, base, base+(*soakN*4)*65536)
+	tr := settledTraces(d.stateDir, ids, base, base+(*soakN*4)*65536)
 	report := fmt.Sprintf("soak: N=%d T=%s kills=%d ops=%d ok=%d clear-errors=%d unclear-errors=%d acknowledged-writes=%d lost=%d over-lease=%d leaks=%+v",
 		*soakN, *soakDuration, cnt.kills.Load(), cnt.ops.Load(), cnt.okOps.Load(), cnt.clearErrors.Load(), cnt.unclearErrors.Load(),
 		cnt.writes.Load(), cnt.lostWrites.Load(), cnt.overLease.Load(), hostTraces{Cgroups: tr.Cgroups, Mounts: tr.Mounts, Processes: tr.Processes, Loops: tr.Loops})

@@ -32,6 +32,8 @@ type testManager struct {
 	st      *store.Store
 	backend *fake.Backend
 	cfg     manager.Config
+	// wrap, if set, wraps the backend the manager is given.
+	wrap func(*fake.Backend) sandbox.Backend
 }
 
 // newTestManager is the one place the tests build a manager (its
@@ -61,7 +63,11 @@ func newTestManager(t *testing.T) *testManager {
 
 // newManager builds a manager over the store and the current backend.
 func (tm *testManager) newManager() *manager.Manager {
-	return manager.New(tm.cfg, manager.Deps{Store: tm.st, Backend: tm.backend})
+	var b sandbox.Backend = tm.backend
+	if tm.wrap != nil {
+		b = tm.wrap(tm.backend)
+	}
+	return manager.New(tm.cfg, manager.Deps{Store: tm.st, Backend: b})
 }
 
 // start builds the manager and recovers.

@@ -102,6 +102,10 @@ type Manager struct {
 	live    map[string]string // live sandbox id → owner
 	idLocks map[string]*sync.Mutex
 	act     map[string]*activity // live sandbox id → its recent use (idle.go)
+
+	cleanups   sync.WaitGroup // deferred cleanups of deleted sandboxes (delete.go)
+	cleanupSem chan struct{}
+	cleaning   map[string]chan struct{} // sandbox id → closed when its deferred cleanup ends (under mu)
 }
 
 // Deps are the manager's collaborators; cmd/paddockd wires them. Store
@@ -141,7 +145,8 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
-		act: map[string]*activity{}}
+		act: map[string]*activity{}, cleanupSem: make(chan struct{}, cleanupWorkers),
+		cleaning: map[string]chan struct{}{}}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }
@@ -314,7 +319,16 @@ func (m *Manager) Delete(ctx context.Context, owner, id string) error {
 	if _, err := m.Get(ctx, owner, id); err != nil {
 		return err
 	}
-	return m.terminate(ctx, id, sandbox.Terminated, "deleted")
+	unlock := m.lockID(id)
+	defer unlock()
+	r, err := m.store.Get(id)
+	if err != nil {
+		return err
+	}
+	if m.deleteRunning(ctx, r, "deleted") {
+		return nil
+	}
+	return m.terminateLocked(ctx, r, sandbox.Terminated, "deleted")
 }
 
 // terminate destroys a live sandbox and records the final state.
@@ -325,6 +339,12 @@ func (m *Manager) terminate(ctx context.Context, id string, state sandbox.State,
 	if err != nil {
 		return err
 	}
+	return m.terminateLocked(ctx, r, state, reason)
+}
+
+// terminateLocked is terminate for a caller holding r's id lock.
+func (m *Manager) terminateLocked(ctx context.Context, r *store.Record, state sandbox.State, reason string) error {
+	id := r.ID
 	if !r.State.Kept() || r.StoppedAt == nil && r.State == sandbox.Stopped { // ended (or a stopped record of an older daemon)
 		return nil
 	}

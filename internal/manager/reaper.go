@@ -96,12 +96,14 @@ func (m *Manager) destroy(ctx context.Context, id string, state sandbox.State, r
 
 // Run reaps until ctx ends: expired leases are terminated, dead sandboxes
 // are marked stopped and cleaned up, and old records are pruned. It works
-// from the store, not from timers, so a restart loses nothing.
+// from the store, not from timers, so a restart loses nothing. Before it
+// returns it waits for the deferred cleanups of deleted sandboxes.
 func (m *Manager) Run(ctx context.Context) {
 	m.pool.Start(ctx)
 	tick := time.NewTicker(m.cfg.ReapInterval)
 	defer tick.Stop()
 	var lastLiveness time.Time
+	defer m.WaitCleanups()
 	for {
 		select {
 		case <-ctx.Done():
@@ -124,6 +126,17 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 		m.log.Error("reaper: read store", "err", err)
 		return
 	}
+	// A backend that watches its sandboxes' processes says which ones
+	// ended; only others are polled (every LivenessInterval).
+	ew, watches := m.backend.(sandbox.ExitWatcher)
+	var exited map[string]bool
+	if watches {
+		ids := ew.Exited()
+		exited = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			exited[id] = true
+		}
+	}
 	now := time.Now()
 	for _, r := range recs {
 		if ctx.Err() != nil {
@@ -145,15 +158,8 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 			if _, err := m.stop(ctx, r.ID, "stopped after pause", r.ExpiresAt.Sub(now), nil); err != nil {
 				m.log.Error("reaper: stop after pause", "sandbox", r.ID, "err", err)
 			}
-		case (r.State == sandbox.Running || r.State == sandbox.Paused) && checkLive:
-			if alive, err := m.backend.Alive(ctx, r.ID); err == nil && !alive {
-				if m.keepsFiles(r) {
-					m.lostProcesses(ctx, r)
-					continue
-				}
-				if err := m.terminate(ctx, r.ID, sandbox.Terminated, "exited"); err != nil {
-					m.log.Error("reaper: exited", "sandbox", r.ID, "err", err)
-				}
+		case (r.State == sandbox.Running || r.State == sandbox.Paused) && (exited[r.ID] || !watches && checkLive):
+			if m.reapExited(ctx, r.ID) {
 				continue
 			}
 			m.reapIdle(ctx, r, now)
@@ -167,6 +173,33 @@ func (m *Manager) reapOnce(ctx context.Context, checkLive bool) {
 			m.mu.Unlock()
 		}
 	}
+}
+
+// reapExited ends running or paused sandbox id if its processes are gone
+// (stopped with its files kept, if it asked for that), and reports
+// whether it did. The state is checked again under the sandbox's lock: a
+// stop or delete in flight also ends the processes, and wins.
+func (m *Manager) reapExited(ctx context.Context, id string) bool {
+	unlock := m.lockID(id)
+	r, err := m.store.Get(id)
+	if err != nil || (r.State != sandbox.Running && r.State != sandbox.Paused) {
+		unlock()
+		return err == nil
+	}
+	if alive, err := m.backend.Alive(ctx, id); err != nil || alive {
+		unlock()
+		return false
+	}
+	if m.keepsFiles(r) {
+		unlock()
+		m.lostProcesses(ctx, r)
+		return true
+	}
+	defer unlock()
+	if err := m.terminateLocked(ctx, r, sandbox.Terminated, "exited"); err != nil {
+		m.log.Error("reaper: exited", "sandbox", id, "err", err)
+	}
+	return true
 }
 
 // Filter selects sandboxes in List.

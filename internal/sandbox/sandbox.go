@@ -125,6 +125,28 @@ type Stopper interface {
 	Start(ctx context.Context, spec Spec) (Info, error)
 }
 
+// ExitWatcher is a Backend that learns of its sandboxes' ends as they
+// happen (the container backend watches each init through a pidfd in one
+// epoll set), so the manager needs not ask Alive of every sandbox in turn:
+// idle sandboxes then cost the daemon nothing.
+type ExitWatcher interface {
+	// Exited returns, and forgets, the ids of the sandboxes whose
+	// processes ended since the last call. A listed sandbox may have been
+	// started again since; callers confirm with Alive.
+	Exited() []string
+}
+
+// Killer is a Backend that can end every process of a sandbox at once
+// and leave the rest of its cleanup (runtime state, mounts, disk) to a
+// later Destroy, so that a delete answers as soon as the sandbox can no
+// longer run anything. A killed sandbox's traces stay where List finds
+// them, so recovery after a crash destroys them like any orphan.
+type Killer interface {
+	// Kill ends every process of a running sandbox and returns once none
+	// is left; an error means that could not be confirmed (call Destroy).
+	Kill(ctx context.Context, id string) error
+}
+
 // Stats is a sample of a sandbox's resource use. CPUSeconds and the
 // network counters are cumulative since the sandbox started.
 type Stats struct {

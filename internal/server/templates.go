@@ -68,7 +68,13 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, owner st
 	if err != nil {
 		return err
 	}
-	if err := t.Delete(r.Context(), owner, r.PathValue("name")); err != nil {
+	err = t.Delete(r.Context(), owner, r.PathValue("name"))
+	// A sandbox deleted a moment ago may still hold the template while its
+	// cleanup, which follows the delete's answer, runs: wait for that.
+	if errors.Is(err, sandbox.ErrConflict) && s.mgr.AwaitCleanups(r.Context()) {
+		err = t.Delete(r.Context(), owner, r.PathValue("name"))
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

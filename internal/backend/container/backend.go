@@ -26,7 +26,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var _ sandbox.Backend = (*Backend)(nil)
+var (
+	_ sandbox.Backend     = (*Backend)(nil)
+	_ sandbox.ExitWatcher = (*Backend)(nil)
+)
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
@@ -96,6 +99,8 @@ type Backend struct {
 	cgroupV1 bool
 	hasMemsw bool
 
+	exits *exitWatch
+
 	mu    sync.Mutex
 	slots map[int]string // uid slot → sandbox id
 	img   *imageState
@@ -142,7 +147,11 @@ func New(cfg Config) (*Backend, error) {
 	if err := checkSearchable(cfg.StateDir); err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}}
+	exits, err := newExitWatch(cfg.Log)
+	if err != nil {
+		return nil, fmt.Errorf("exit watch: %w", err)
+	}
+	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}, exits: exits}
 	for name, path := range cfg.Runtimes {
 		root := filepath.Join(cfg.StateDir, "runtime", name)
 		if err := os.MkdirAll(root, 0o700); err != nil {
@@ -158,7 +167,7 @@ func New(cfg Config) (*Backend, error) {
 			return nil, fmt.Errorf("template %q: runtime %q not configured", name, t.Runtime)
 		}
 	}
-	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	_, err = os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
 	b.cgroupV1 = err != nil
 	_, err = os.Stat(filepath.Join(cgroupRoot, "memory", "memory.memsw.limit_in_bytes"))
 	b.hasMemsw = err == nil
@@ -322,8 +331,9 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 
 // reap waits for a sandbox's init process once it has been reparented to
 // the daemon (a child subreaper, see SetSubreaper), so that killed
-// sandboxes never linger as zombies. Inits of sandboxes adopted after a
-// restart belong to the host's init instead.
+// sandboxes never linger as zombies; the exit watch does so for the inits
+// it watches, and this is its fallback. Inits of sandboxes adopted after
+// a restart belong to the host's init instead.
 func reap(pid int) {
 	var ws unix.WaitStatus
 	for {
@@ -403,8 +413,16 @@ func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
 	return c, nil
 }
 
-// Alive reports whether the runtime still runs the sandbox.
+// Alive reports whether the runtime still runs the sandbox. A watched
+// sandbox (see exitWatch) is answered from its pidfd; any other is asked
+// of the runtime, and watched from then on if it runs (a sandbox adopted
+// after a restart) — if the pid the runtime reports is the sandbox's
+// (in its cgroup) and has not exited. One without runtime state is not
+// alive.
 func (b *Backend) Alive(ctx context.Context, id string) (bool, error) {
+	if known, alive := b.exits.state(id); known {
+		return alive, nil
+	}
 	m, err := b.readMeta(id)
 	if err != nil {
 		return false, nil
@@ -413,12 +431,31 @@ func (b *Backend) Alive(ctx context.Context, id string) (bool, error) {
 	if rt == nil {
 		return false, fmt.Errorf("runtime %q not configured", m.Runtime)
 	}
-	st, err := rt.status(ctx, id)
+	if !rt.gvisor() { // runc and crun keep a directory per container
+		if _, err := os.Stat(filepath.Join(rt.root, id)); errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+	}
+	st, pid, err := rt.state(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	return st == "running" || st == "paused", nil
+	if st != "running" && st != "paused" {
+		return false, nil
+	}
+	if pid <= 0 {
+		return true, nil
+	}
+	alive, err := b.exits.adopt(id, pid, func(pid int) bool { return inCgroup(pid, b.cfg.CgroupParent, id) })
+	if err != nil {
+		b.log.Warn("exit watch", "sandbox", id, "err", err)
+	}
+	return alive, nil
 }
+
+// Exited returns, and forgets, the sandboxes whose init exited since the
+// last call (sandbox.ExitWatcher).
+func (b *Backend) Exited() []string { return b.exits.drain() }
 
 // Destroy kills and removes everything the sandbox holds. Idempotent.
 func (b *Backend) Destroy(ctx context.Context, id string) error {
@@ -435,10 +472,21 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 		}
 	}
 	killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
-	for _, rt := range rts {
-		if err := rt.delete(ctx, id); err != nil {
+	defer b.exits.unwatch(id)
+	if known, alive := b.exits.state(id); known && !alive && len(rts) == 1 && !rts[0].gvisor() {
+		// The exit watch saw the init die, so no process is left: what
+		// runc or crun would delete is its state directory and the
+		// cgroups, which killCgroups removes. This saves running the
+		// runtime binary once per delete. (runsc keeps more: it runs.)
+		if err := os.RemoveAll(filepath.Join(rts[0].root, id)); err != nil {
 			errs = append(errs, err)
-			os.RemoveAll(filepath.Join(rt.root, id))
+		}
+	} else {
+		for _, rt := range rts {
+			if err := rt.delete(ctx, id); err != nil {
+				errs = append(errs, err)
+				os.RemoveAll(filepath.Join(rt.root, id))
+			}
 		}
 	}
 	killCgroups(b.cfg.CgroupParent, id)

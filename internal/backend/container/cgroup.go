@@ -120,8 +120,7 @@ func killInit(parent, id, pidFile string) {
 		return
 	}
 	defer unix.Close(fd)
-	cg, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil || !strings.Contains(string(cg), "/"+parent+"/"+id) {
+	if !inCgroup(pid, parent, id) {
 		return
 	}
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
@@ -141,6 +140,26 @@ func killInit(parent, id, pidFile string) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// inCgroup reports whether process pid is in sandbox id's cgroup under
+// parent (or one below it), in any hierarchy. A process that has exited
+// is not, in cgroup v1 (it reads as the root cgroup until reaped).
+func inCgroup(pid int, parent, id string) bool {
+	cg, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	want := "/" + parent + "/" + id
+	for _, line := range strings.Split(string(cg), "\n") {
+		// hierarchy-ID:controllers:path
+		if _, rest, ok := strings.Cut(line, ":"); ok {
+			if _, path, ok := strings.Cut(rest, ":"); ok && (path == want || strings.HasPrefix(path, want+"/")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Close removes what the backend made on the host for itself, once no

@@ -2,6 +2,7 @@
 // bundle under <state-dir>/containers/<id>:
 //
 //	disk.img   sparse ext4 image of disk_mib, loop-mounted at disk/
+//	disk.img.loop  the loop device it was last attached to (for cleanup)
 //	disk/upper, disk/work   the overlay's writable layer (owned by the
 //	           sandbox's mapped root)
 //	rootfs/    overlay of the read-only template root and disk/upper

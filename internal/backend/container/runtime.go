@@ -146,20 +146,28 @@ func (r *ociRuntime) delete(ctx context.Context, id string) error {
 // status returns the runtime's view of the container ("running", "stopped",
 // "created", "paused") or "" if it does not know it.
 func (r *ociRuntime) status(ctx context.Context, id string) (string, error) {
+	st, _, err := r.state(ctx, id)
+	return st, err
+}
+
+// state returns the container's status (as status does) and its init's
+// host pid (0 if it has none).
+func (r *ociRuntime) state(ctx context.Context, id string) (string, int, error) {
 	out, err := exec.CommandContext(ctx, r.path, append(r.base(""), "state", id)...).Output()
 	if err != nil {
 		if _, statErr := os.Stat(filepath.Join(r.root, id)); errors.Is(statErr, os.ErrNotExist) {
-			return "", nil
+			return "", 0, nil
 		}
-		return "", fmt.Errorf("%s state: %w", r.name, err)
+		return "", 0, fmt.Errorf("%s state: %w", r.name, err)
 	}
 	var st struct {
 		Status string `json:"status"`
+		Pid    int    `json:"pid"`
 	}
 	if err := json.Unmarshal(out, &st); err != nil {
-		return "", fmt.Errorf("%s state: %w", r.name, err)
+		return "", 0, fmt.Errorf("%s state: %w", r.name, err)
 	}
-	return st.Status, nil
+	return st.Status, st.Pid, nil
 }
 
 // ids lists the containers in the runtime's state directory.

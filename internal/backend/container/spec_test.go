@@ -1,6 +1,7 @@
 package container
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
@@ -44,7 +45,17 @@ func TestBuildSpec(t *testing.T) {
 				t.Errorf("uid mappings %+v", m)
 			}
 			if !s.Process.NoNewPrivileges || s.Linux.Seccomp == nil || s.Hostname != "sandbox" {
-				t.Error("no_new_privs, seccomp or hostname missing")
+				t.Fatal("no_new_privs, seccomp or hostname missing")
+			}
+			if a := s.Linux.Seccomp.Architectures; runtime.GOARCH == "amd64" && !slices.Equal(a, []specs.Arch{specs.ArchX86_64}) {
+				t.Errorf("seccomp architectures %v, want the native ABI only", a)
+			}
+			names := 0
+			for _, r := range s.Linux.Seccomp.Syscalls {
+				names += len(r.Names)
+			}
+			if s.Linux.Seccomp.DefaultAction == specs.ActAllow || names < 300 {
+				t.Errorf("seccomp profile: default %s, %d syscalls named", s.Linux.Seccomp.DefaultAction, names)
 			}
 			for _, c := range []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_SYS_PTRACE", "CAP_MKNOD"} {
 				if slices.Contains(s.Process.Capabilities.Bounding, c) {

@@ -28,7 +28,9 @@ var _ sandbox.Stopper = (*Backend)(nil)
 // Start re-creates everything else from those two files.
 
 // keptFiles are what a stopped sandbox's directory keeps.
-var keptFiles = map[string]bool{"sandbox.json": true, "disk.img": true}
+// (loopRecord is kept too: it names no attached device once stopped, and
+// spares Destroy a scan of every loop device.)
+var keptFiles = map[string]bool{"sandbox.json": true, "disk.img": true, loopRecord: true}
 
 // Stop ends every process of sandbox id and releases everything but its
 // disk image and metadata. Idempotent; it also tidies a sandbox whose
@@ -50,6 +52,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 			b.Resume(ctx, id) // frozen tasks may not die (cgroup v1)
 		}
 		killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
+		defer b.exits.unwatch(id)
 		if err := rt.delete(ctx, id); err != nil {
 			errs = append(errs, err)
 			os.RemoveAll(filepath.Join(rt.root, id))
@@ -198,15 +201,48 @@ func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot
 	}
 	// The agent must survive the sandbox's own OOM kills; only the host can
 	// lower its score (a user namespace cannot).
-	if b, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
-		pid := strings.TrimSpace(string(b))
+	if pb, err := os.ReadFile(filepath.Join(dir, "init.pid")); err == nil {
+		pid := strings.TrimSpace(string(pb))
 		os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte("-998"), 0)
 		if n, err := strconv.Atoi(pid); err == nil {
-			go reap(n)
+			if err := b.exits.watch(spec.ID, n); err != nil {
+				b.log.Warn("exit watch", "sandbox", spec.ID, "err", err)
+				go reap(n)
+			}
 		}
 	}
 	if err := b.waitReady(ctx, spec.ID); err != nil {
 		return sandbox.Info{}, err
 	}
 	return sandbox.Info{ID: spec.ID, Runtime: root.runtime.name}, nil
+}
+
+var _ sandbox.Killer = (*Backend)(nil)
+
+// Kill ends every process of running sandbox id at once: SIGKILL to its
+// init through a pidfd (the kernel then kills the rest of its PID
+// namespace), waiting until its cgroup is empty. Runtime state, mounts,
+// disk and uid slot stay for Destroy. gVisor's sandbox is not killed this
+// way (its processes live in its own kernel): there Kill reports
+// ErrUnsupported and the caller destroys at once.
+func (b *Backend) Kill(ctx context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: bad sandbox id %q", sandbox.ErrInvalid, id)
+	}
+	m, err := b.readMeta(id)
+	if err != nil {
+		return fmt.Errorf("%w: sandbox %s: %v", sandbox.ErrNotFound, id, err)
+	}
+	if rt := b.runtimes[m.Runtime]; rt == nil || rt.gvisor() {
+		return errors.ErrUnsupported
+	}
+	killInit(b.cfg.CgroupParent, id, filepath.Join(b.dir(id), "init.pid"))
+	alive, err := b.Alive(ctx, id)
+	if err != nil {
+		return err
+	}
+	if alive {
+		return fmt.Errorf("sandbox %s: init still alive after SIGKILL", id)
+	}
+	return nil
 }

@@ -122,6 +122,11 @@ func routeTable() []route {
 		// The MCP handler answers other methods itself (405).
 		{pattern: "/v1/mcp", auth: authSelf, methods: []string{"GET", "POST", "DELETE"}, bind: (*Server).mcpHandler},
 
+		// The web console (package console): its pages, sign-in, and
+		// /console/v1/..., the API behind a session cookie.
+		{pattern: "GET /{$}", auth: authSelf, bind: func(s *Server) http.Handler { return s.console }},
+		{pattern: "/console/", auth: authSelf, bind: func(s *Server) http.Handler { return s.console }},
+
 		// Anything else is a JSON 404.
 		public("/", (*Server).noRoute),
 	}

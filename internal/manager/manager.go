@@ -102,6 +102,7 @@ type Manager struct {
 	live    map[string]string // live sandbox id → owner
 	idLocks map[string]*sync.Mutex
 	act     map[string]*activity // live sandbox id → its recent use (idle.go)
+	hist    *history             // metrics over time (history.go)
 }
 
 // Deps are the manager's collaborators; cmd/paddockd wires them. Store
@@ -141,7 +142,7 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
-		act: map[string]*activity{}}
+		act: map[string]*activity{}, hist: newHistory(HistorySamples)}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }

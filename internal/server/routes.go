@@ -72,6 +72,7 @@ func routeTable() []route {
 		keyed("POST /v1/sandboxes/{id}/stop", (*Server).stopSandbox),
 		keyed("POST /v1/sandboxes/{id}/start", (*Server).startSandbox),
 		keyed("GET /v1/sandboxes/{id}/metrics", (*Server).sandboxMetrics),
+		keyed("GET /v1/sandboxes/{id}/metrics/history", (*Server).sandboxMetricsHistory),
 		keyed("GET /v1/usage", (*Server).usage),
 
 		keyed("PATCH /v1/sandboxes/{id}/network", (*Server).updateNetwork),

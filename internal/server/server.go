@@ -172,7 +172,8 @@ func (s *Server) withKey(h handlerFunc) http.Handler {
 // not keep it awake) and lifecycle calls. Every other route with a
 // sandbox id is, new ones included.
 var passive = map[string]bool{
-	"GET /v1/sandboxes/{id}": true, "GET /v1/sandboxes/{id}/metrics": true, "DELETE /v1/sandboxes/{id}": true,
+	"GET /v1/sandboxes/{id}": true, "GET /v1/sandboxes/{id}/metrics": true,
+	"GET /v1/sandboxes/{id}/metrics/history": true, "DELETE /v1/sandboxes/{id}": true,
 	"POST /v1/sandboxes/{id}/pause": true, "POST /v1/sandboxes/{id}/resume": true,
 	"POST /v1/sandboxes/{id}/stop": true, "POST /v1/sandboxes/{id}/start": true,
 }

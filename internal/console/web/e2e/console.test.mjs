@@ -1,0 +1,149 @@
+// The console end to end: a real paddockd, Debian's chromium driven by
+// playwright-core (headless, --no-sandbox as root, background networking
+// off). SCREENSHOTS=dir saves a picture of each page there.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { startDaemon } from "./daemon.mjs";
+
+const shots = process.env.SCREENSHOTS;
+const hostile = "<img src=x onerror=alert(1)>";
+
+describe("console", { timeout: 150_000 }, () => {
+  let d, browser, page;
+  const alerts = [];
+  const cspErrors = [];
+
+  before(async () => {
+    d = await startDaemon();
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+      headless: true,
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run", "--disable-default-apps", "--disable-dev-shm-usage"],
+    });
+    page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
+    page.on("dialog", (dlg) => {
+      if (dlg.type() === "alert") alerts.push(dlg.message());
+      dlg.accept();
+    });
+    page.on("console", (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) cspErrors.push(m.text());
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await d?.stop();
+  });
+
+  const shot = async (name) => shots && (await page.screenshot({ path: join(shots, name + ".png"), fullPage: true }));
+
+  it("signs in with an API key", async () => {
+    await page.goto(d.url + "/");
+    await page.fill("#key", "pdk_wrong");
+    await page.press("#key", "Enter");
+    await page.waitForSelector("form.signin .error");
+    await shot("signin");
+    await page.fill("#key", d.keys[0]);
+    await page.press("#key", "Enter");
+    await page.waitForSelector("nav");
+    const cookies = await page.context().cookies();
+    assert.equal(cookies.length, 1);
+    assert.equal(cookies[0].httpOnly, true);
+    assert.equal(cookies[0].sameSite, "Strict");
+    assert.equal(cookies[0].path, "/console/");
+  });
+
+  let id;
+  it("creates a sandbox", async () => {
+    await page.fill("#c-meta", "t=e2e");
+    await page.click("#c-submit");
+    const row = await page.waitForSelector("#sandboxes tr[data-id]", { timeout: 60_000 });
+    id = await row.getAttribute("data-id");
+    assert.match(await row.textContent(), /running/);
+    await shot("sandboxes");
+  });
+
+  it("runs echo hi in the terminal", async () => {
+    await page.click(`a[href="#/sandbox/${id}"]`);
+    await page.waitForFunction(() => document.getElementById("terminal-state")?.textContent === "connected", null, { timeout: 20_000 });
+    await page.click("#terminal");
+    await page.keyboard.type("echo hi\n");
+    await page.waitForFunction(() => /^hi\s*$/m.test(document.querySelector("#terminal .xterm-rows")?.innerText ?? ""), null, { timeout: 15_000 });
+  });
+
+  it("uploads a file and lists it", async () => {
+    await page.setInputFiles("#f-upload", { name: "up.txt", mimeType: "text/plain", buffer: Buffer.from("uploaded\n") });
+    await page.waitForFunction(() => [...document.querySelectorAll("#files .fname")].some((e) => e.textContent === "up.txt"));
+    assert.equal(await d.api(0, "GET", `/sandboxes/${id}/files?path=up.txt`), "uploaded\n");
+  });
+
+  it("shows a hostile file name as text", async () => {
+    await d.api(0, "PUT", `/sandboxes/${id}/files?path=${encodeURIComponent("/workspace/" + hostile)}`, "x", true);
+    await page.click("#f-path + button");
+    await page.waitForFunction((n) => [...document.querySelectorAll("#files .fname")].some((e) => e.textContent === n), hostile);
+    assert.equal(await page.locator("#files img").count(), 0);
+    assert.deepEqual(alerts, []);
+  });
+
+  it("plots the metrics", async () => {
+    // Two metering passes (5 s apart) make the first plot.
+    await page.waitForSelector("#charts canvas", { timeout: 20_000 });
+    const inked = await page.evaluate(() => {
+      const c = document.querySelector("#charts canvas");
+      const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < px.length; i += 4) if (px[i] !== 0) n++;
+      return n;
+    });
+    assert.ok(inked > 100, `the plot's canvas has ${inked} painted pixels`);
+    await shot("sandbox");
+  });
+
+  it("pauses and resumes", async () => {
+    await page.click("button:text-is('Pause')");
+    await page.waitForFunction(() => /State\s*paused/.test(document.querySelector("dl.info")?.textContent ?? ""), null, { timeout: 20_000 });
+    await page.click("button:text-is('Resume')");
+    await page.waitForFunction(() => /State\s*running/.test(document.querySelector("dl.info")?.textContent ?? ""), null, { timeout: 20_000 });
+  });
+
+  it("shows templates, usage and secrets", async () => {
+    await d.api(0, "POST", "/secrets", { name: "E2E_TOKEN", value: "v", hosts: ["example.com"] });
+    for (const [p, ready] of [["templates", "#templates table"], ["usage", "#charts canvas"], ["secrets", "main table"]]) {
+      await page.click(`nav a[href="#/${p}"]`);
+      await page.waitForSelector(ready);
+      await shot(p);
+    }
+    assert.match(await page.textContent("main"), /E2E_TOKEN/);
+    assert.doesNotMatch(await page.textContent("main"), /\bv\b.*example/);
+  });
+
+  it("deletes the sandbox", async () => {
+    await page.goto(d.url + "/#/sandbox/" + id);
+    await page.click("button:text-is('Delete')");
+    await page.waitForFunction(() => location.hash === "#/sandboxes", null, { timeout: 20_000 });
+    await page.waitForFunction((i) => !document.querySelector(`#sandboxes tr[data-id="${i}"]`), id);
+    const { sandboxes } = await d.api(0, "GET", "/sandboxes");
+    assert.equal(sandboxes.some((s) => s.id === id), false);
+  });
+
+  it("shows a second key none of the first key's sandboxes", async () => {
+    const mine = await d.api(0, "POST", "/sandboxes", { metadata: { t: "alice" } });
+    const ctx = await browser.newContext();
+    const p2 = await ctx.newPage();
+    await p2.goto(d.url + "/console/");
+    await p2.fill("#key", d.keys[1]);
+    await p2.press("#key", "Enter");
+    await p2.waitForSelector("#sandboxes p, #sandboxes table");
+    assert.equal(await p2.locator(`#sandboxes tr[data-id="${mine.id}"]`).count(), 0);
+    assert.match(await p2.textContent("#sandboxes"), /No sandboxes/);
+    await p2.goto(d.url + "/#/sandbox/" + mine.id);
+    await p2.waitForSelector("#status .error");
+    await ctx.close();
+  });
+
+  it("broke no Content-Security-Policy rule", () => {
+    assert.deepEqual(cspErrors, []);
+  });
+});

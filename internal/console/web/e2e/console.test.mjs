@@ -143,6 +143,16 @@ describe("console", { timeout: 150_000 }, () => {
     await ctx.close();
   });
 
+  it("is readable at a phone's width", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(d.url + "/#/sandboxes");
+    await page.waitForSelector("#sandboxes table, #sandboxes p");
+    await shot("phone");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 1, `the page is ${overflow}px wider than the phone`);
+    await page.setViewportSize({ width: 1100, height: 900 });
+  });
+
   it("broke no Content-Security-Policy rule", () => {
     assert.deepEqual(cspErrors, []);
   });

@@ -20,6 +20,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -185,14 +187,24 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (session, bool
 	return x, true
 }
 
+// notForwarded are the API paths the console does not serve: the port
+// proxy (a sandbox's own web pages must never be documents of the
+// console's origin; they have origins of their own) and MCP.
+var notForwarded = regexp.MustCompile(`^/v1/(mcp(/|$)|sandboxes/[^/]+/ports/[^/]+)`)
+
 // forward serves /console/v1/x as the API's /v1/x with the session's key.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
 	x, ok := h.session(w, r)
 	if !ok {
 		return
 	}
+	p := strings.TrimPrefix(r.URL.Path, "/console")
+	if path.Clean(p) != p || notForwarded.MatchString(p) {
+		writeErr(w, api.CodeNotFound, "not served through the console: "+p)
+		return
+	}
 	r2 := r.Clone(r.Context())
-	r2.URL.Path = strings.TrimPrefix(r.URL.Path, "/console")
+	r2.URL.Path = p
 	r2.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, "/console")
 	r2.RequestURI = r2.URL.RequestURI()
 	r2.Header.Del("Cookie")

@@ -118,6 +118,11 @@ func TestForward(t *testing.T) {
 		{"get cross-site", "GET", "/console/v1/sandboxes", true, "", "", "cross-site", false, 401},
 		{"upgrade same origin", "GET", "/console/v1/sandboxes/sb_1/pty", true, "", "http://paddock.test", "", true, 200},
 		{"upgrade without origin", "GET", "/console/v1/sandboxes/sb_1/pty", true, "", "", "", true, 401},
+		{"port proxy", "GET", "/console/v1/sandboxes/sb_1/ports/8000/", true, "", "", "", false, 404},
+		{"port proxy, no path", "GET", "/console/v1/sandboxes/sb_1/ports/8000", true, "", "", "", false, 404},
+		{"port list", "GET", "/console/v1/sandboxes/sb_1/ports", true, "", "", "", false, 200},
+		{"mcp", "POST", "/console/v1/mcp", true, csrf, "", "", false, 404},
+		{"unclean path (redirected to the clean one)", "GET", "/console/v1/sandboxes/../mcp", true, "", "", "", false, 307},
 		{"upgrade other origin", "GET", "/console/v1/sandboxes/sb_1/pty", true, "", "http://evil.test", "", true, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

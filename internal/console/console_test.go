@@ -116,6 +116,7 @@ func TestForward(t *testing.T) {
 		{"delete with csrf", "DELETE", "/console/v1/sandboxes/sb_1", true, csrf, "http://paddock.test", "", false, 200},
 		{"post with csrf, cross-site", "POST", "/console/v1/sandboxes", true, csrf, "http://evil.test", "", false, 401},
 		{"get cross-site", "GET", "/console/v1/sandboxes", true, "", "", "cross-site", false, 401},
+		{"get same-site (a sandbox port's origin)", "GET", "/console/v1/sandboxes", true, "", "", "same-site", false, 401},
 		{"upgrade same origin", "GET", "/console/v1/sandboxes/sb_1/pty", true, "", "http://paddock.test", "", true, 200},
 		{"upgrade without origin", "GET", "/console/v1/sandboxes/sb_1/pty", true, "", "", "", true, 401},
 		{"port proxy", "GET", "/console/v1/sandboxes/sb_1/ports/8000/", true, "", "", "", false, 404},

@@ -145,8 +145,8 @@ describe("console", { timeout: 150_000 }, () => {
 
   it("is readable at a phone's width", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(d.url + "/#/sandboxes");
-    await page.waitForSelector("#sandboxes table, #sandboxes p");
+    await page.goto(d.url + "/console/#/sandboxes"); // another path: a fresh load
+    await page.waitForSelector("#sandboxes tr[data-id]");
     await shot("phone");
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 1, `the page is ${overflow}px wider than the phone`);

@@ -19,7 +19,7 @@ export function lineChart(title: string, xs: number[], series: Series[], opts: {
       width,
       height: 180,
       scales: { x: { time: opts.time !== false } },
-      axes: [{}, { size: 60, values: (_u: uPlot, vals: number[]) => vals.map((v) => (v == null ? "" : String(+v.toPrecision(3)))) }],
+      axes: [{}, { size: 72, values: (_u: uPlot, vals: number[]) => vals.map((v) => (v == null ? "" : String(+v.toPrecision(3)))) }],
       series: [
         {},
         ...series.map((s, i) => ({

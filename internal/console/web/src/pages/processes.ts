@@ -15,11 +15,12 @@ interface Proc {
 /** maxOutputChars bounds the output shown per process. */
 const maxOutputChars = 256 << 10;
 
-export async function processesPanel(id: string): Promise<HTMLElement> {
+export async function processesPanel(id: string, cleanups: (() => void)[]): Promise<HTMLElement> {
   const list = el("div", { id: "processes" });
   const out = el("pre", { class: "output", id: "process-output", "aria-live": "polite" });
   const cmd = el("input", { id: "p-cmd", placeholder: "python3 -m http.server 8000", "aria-label": "Command" });
   let reading: AbortController | null = null;
+  cleanups.push(() => reading?.abort());
 
   async function show(p: Proc): Promise<void> {
     reading?.abort();

@@ -34,6 +34,20 @@ export async function sandboxPage(main: HTMLElement, id: string): Promise<() => 
     }
     show(s);
     replace(net, networkPanel(s));
+    terminal(s.state);
+  }
+  // The terminal follows the state: open while running (again after a
+  // resume or start), closed otherwise.
+  let closeTerm: (() => void) | null = null;
+  function terminal(state: string): void {
+    if (state === "running" && !closeTerm) {
+      replace(term);
+      closeTerm = openTerminal(term, id);
+    } else if (state !== "running") {
+      closeTerm?.();
+      closeTerm = null;
+      replace(term, el("p", {}, `The terminal needs a running sandbox (this one is ${state}).`));
+    }
   }
   const net = el("section", { "aria-label": "Network" });
   show(sb);
@@ -48,15 +62,15 @@ export async function sandboxPage(main: HTMLElement, id: string): Promise<() => 
     el("h2", {}, "Files"),
     await filesPanel(id),
     el("h2", {}, "Processes"),
-    await processesPanel(id),
+    await processesPanel(id, cleanups),
     el("h2", {}, "Network"),
     net,
     el("h2", {}, "Metrics"),
     await metricsPanel(id, cleanups),
   );
   replace(net, networkPanel(sb));
-  if (sb.state === "running") cleanups.push(openTerminal(term, id));
-  else append(term, el("p", {}, `The terminal needs a running sandbox (this one is ${sb.state}).`));
+  terminal(sb.state);
+  cleanups.push(() => closeTerm?.());
   return () => cleanups.forEach((c) => c());
 }
 

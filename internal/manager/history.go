@@ -16,7 +16,7 @@ import (
 )
 
 // HistorySamples is how many samples of one sandbox the history keeps:
-// 30 minutes at the default 5-second metering interval (about 20 KiB per
+// 30 minutes at the default 5-second metering interval (about 26 KiB per
 // sandbox).
 const HistorySamples = 360
 

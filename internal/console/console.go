@@ -233,11 +233,13 @@ func sameOrigin(r *http.Request, need bool) bool {
 	if o == "" {
 		return !need
 	}
-	scheme := "http://"
-	if r.TLS != nil {
-		scheme = "https://"
+	// The host (with its port) must be this one; either scheme, so that a
+	// proxy terminating TLS in front of the daemon works.
+	host, ok := strings.CutPrefix(o, "https://")
+	if !ok {
+		host, ok = strings.CutPrefix(o, "http://")
 	}
-	return o == scheme+r.Host
+	return ok && host == r.Host
 }
 
 func noStore(w http.ResponseWriter) { w.Header().Set("Cache-Control", "no-store") }

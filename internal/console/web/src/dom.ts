@@ -98,3 +98,14 @@ export function fmtDuration(ms: number): string {
 export function fmtCost(micros: number): string {
   return (micros / 1e6).toFixed(4);
 }
+
+/** table builds a table with column headers; each cell carries its header
+ * as data-label, which narrow screens show before the value. */
+export function table(headers: string[], rows: HTMLTableRowElement[]): HTMLTableElement {
+  for (const r of rows) {
+    [...r.cells].forEach((c, i) => {
+      if (headers[i]) c.dataset.label = headers[i];
+    });
+  }
+  return el("table", {}, el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, ...rows));
+}

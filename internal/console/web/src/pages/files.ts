@@ -1,7 +1,7 @@
 // The file browser: list a directory, open subdirectories, upload,
 // download and delete. Names are text, whatever they contain.
 import { call, raw, sbPath, type FileEntry } from "../api";
-import { el, replace, button, notice, fmtBytes } from "../dom";
+import { el, replace, button, notice, fmtBytes, table } from "../dom";
 
 export async function filesPanel(id: string): Promise<HTMLElement> {
   const path = el("input", { id: "f-path", value: "/workspace", "aria-label": "Directory" });
@@ -44,7 +44,7 @@ export async function filesPanel(id: string): Promise<HTMLElement> {
       });
     replace(
       list,
-      el("table", {}, el("thead", {}, el("tr", {}, ...["Name", "Type", "Size", "Mode", ""].map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, ...rows)),
+      table(["Name", "Type", "Size", "Mode", ""], rows),
       truncated ? el("p", { class: "hint" }, "(listing truncated)") : null,
     );
   }

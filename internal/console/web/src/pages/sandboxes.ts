@@ -1,7 +1,7 @@
 // Sandboxes: the list (state, template, age, lease left, cost), filters by
 // state and metadata, the create form and the lifecycle actions.
 import { call, sbPath, type Sandbox, type Metrics } from "../api";
-import { el, append, replace, link, button, notice, fmtDuration, fmtCost } from "../dom";
+import { el, append, replace, link, button, notice, fmtDuration, fmtCost, table } from "../dom";
 
 const STATES = ["", "running", "paused", "stopped", "terminated", "all"];
 
@@ -42,7 +42,7 @@ export function actions(sb: Sandbox, done: () => void): HTMLElement {
 export async function sandboxesPage(main: HTMLElement): Promise<() => void> {
   const state = el("select", { id: "f-state", "aria-label": "State" }, ...STATES.map((s) => el("option", { value: s }, s || "live (not terminated)")));
   const meta = el("input", { id: "f-meta", placeholder: "key=value, …", "aria-label": "Metadata filter" });
-  const table = el("div", { id: "sandboxes" });
+  const list = el("div", { id: "sandboxes" });
   const filter = el("form", { class: "row", role: "search" }, el("label", { for: "f-state" }, "State"), state, el("label", { for: "f-meta" }, "Metadata"), meta, el("button", { type: "submit" }, "Filter"));
   filter.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -72,19 +72,14 @@ export async function sandboxesPage(main: HTMLElement): Promise<() => void> {
       );
     });
     replace(
-      table,
+      list,
       rows.length
-        ? el(
-            "table",
-            {},
-            el("thead", {}, el("tr", {}, ...["Id", "State", "Template", "Age", "Lease left", "Cost", "Metadata", ""].map((h) => el("th", { scope: "col" }, h)))),
-            el("tbody", {}, ...rows),
-          )
+        ? table(["Id", "State", "Template", "Age", "Lease left", "Cost", "Metadata", ""], rows)
         : el("p", {}, "No sandboxes."),
     );
   }
 
-  append(main, el("h1", {}, "Sandboxes"), filter, table, createForm(load));
+  append(main, el("h1", {}, "Sandboxes"), filter, list, createForm(load));
   await load();
   const timer = setInterval(() => void load().catch(() => {}), 10000);
   return () => clearInterval(timer);

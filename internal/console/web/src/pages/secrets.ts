@@ -1,6 +1,6 @@
 // Secrets: names and the hosts each is bound to (values never leave the daemon).
 import { call } from "../api";
-import { el, append } from "../dom";
+import { el, append, table } from "../dom";
 
 interface Secret {
   name: string;
@@ -18,7 +18,7 @@ export async function secretsPage(main: HTMLElement): Promise<null> {
     el("h1", {}, "Secrets"),
     el("p", { class: "hint" }, "Names and hosts only: a secret's value never leaves the daemon, and sandboxes see a placeholder."),
     rows.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "Hosts"), el("th", {}, "Created"))), el("tbody", {}, ...rows))
+      ? table(["Name", "Hosts", "Created"], rows)
       : el("p", {}, "No secrets."),
   );
   return null;

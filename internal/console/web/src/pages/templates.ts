@@ -1,7 +1,7 @@
 // Templates: the list, and a build from a Dockerfile or a recipe with its
 // live build log and progress.
 import { call, raw, ndjson } from "../api";
-import { el, append, replace, notice, fmtBytes, button } from "../dom";
+import { el, append, replace, notice, fmtBytes, button, table } from "../dom";
 
 interface Template {
   name: string;
@@ -37,7 +37,7 @@ export async function templatesPage(main: HTMLElement): Promise<null> {
         }, { class: "danger" })),
       ),
     );
-    replace(list, el("table", {}, el("thead", {}, el("tr", {}, ...["Name", "Source", "Status", "Size", "Owner", "Created", ""].map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, ...rows)));
+    replace(list, table(["Name", "Source", "Status", "Size", "Owner", "Created", ""], rows));
   }
 
   const name = el("input", { id: "t-name", required: true, placeholder: "my-python", pattern: "[a-z0-9][a-z0-9._-]*" });

@@ -25,7 +25,8 @@ console:
 	cd internal/console/web && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
 ## console-e2e: the console driven by playwright-core in Debian's chromium (headless)
-## against a real paddockd: sign-in, terminal, files, plots, lifecycle, tenants, escaping
+## against a real paddockd: sign-in, terminal, files, plots, lifecycle, template build,
+## tenants, escaping, keyboard only; and in Debian's firefox-esr over WebDriver BiDi
 console-e2e: build
 	scripts/cgroup-setup.sh
 	cd internal/console/web && PADDOCK_BIN=$(CURDIR)/$(BIN) npm run --silent e2e
@@ -34,7 +35,7 @@ console-e2e: build
 deps:
 	scripts/deps.sh
 
-## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the SDK suites, the unmodified E2B SDKs and the web console in chromium
+## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the SDK suites, the unmodified E2B SDKs and the web console in chromium and firefox-esr
 test: deps build lint check-generated cross unit runsc-test integration sdk-python sdk-typescript e2b-compat console-e2e
 
 lint:

@@ -12,6 +12,7 @@ command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v npm >/dev/null 2>&1 || need="$need nodejs npm"
 command -v tmux >/dev/null 2>&1 || need="$need tmux" # the CLI terminal test
 command -v chromium >/dev/null 2>&1 || need="$need chromium" # the console's end-to-end tests (playwright-core drives it)
+command -v firefox-esr >/dev/null 2>&1 || need="$need firefox-esr" # the console in Firefox (WebDriver BiDi)
 # The code interpreter's data stack: sandboxes of the base template see the
 # host's /usr, so these Debian packages give them numpy, pandas and
 # matplotlib with no download at run time.

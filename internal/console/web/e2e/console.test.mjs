@@ -10,7 +10,7 @@ import { startDaemon } from "./daemon.mjs";
 const shots = process.env.SCREENSHOTS;
 const hostile = "<img src=x onerror=alert(1)>";
 
-describe("console", { timeout: 150_000 }, () => {
+describe("console", { timeout: 300_000 }, () => {
   let d, browser, page;
   const alerts = [];
   const cspErrors = [];
@@ -90,14 +90,15 @@ describe("console", { timeout: 150_000 }, () => {
   it("plots the metrics", async () => {
     // Two metering passes (5 s apart) make the first plot.
     await page.waitForSelector("#charts canvas", { timeout: 20_000 });
-    const inked = await page.evaluate(() => {
+    // Axes and grid are painted even without data: count the pixels of the
+    // first series' line (#2563eb), which only a plotted series paints.
+    await page.waitForFunction(() => {
       const c = document.querySelector("#charts canvas");
       const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
       let n = 0;
-      for (let i = 3; i < px.length; i += 4) if (px[i] !== 0) n++;
-      return n;
-    });
-    assert.ok(inked > 100, `the plot's canvas has ${inked} painted pixels`);
+      for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 128 && px[i] < 100 && px[i + 1] > 60 && px[i + 1] < 140 && px[i + 2] > 190) n++;
+      return n > 20;
+    }, null, { timeout: 20_000 });
     await shot("sandbox");
   });
 
@@ -106,6 +107,34 @@ describe("console", { timeout: 150_000 }, () => {
     await page.waitForFunction(() => /State\s*paused/.test(document.querySelector("dl.info")?.textContent ?? ""), null, { timeout: 20_000 });
     await page.click("button:text-is('Resume')");
     await page.waitForFunction(() => /State\s*running/.test(document.querySelector("dl.info")?.textContent ?? ""), null, { timeout: 20_000 });
+  });
+
+  it("builds a template with a live build log and progress", async () => {
+    await page.click('nav a[href="#/templates"]');
+    await page.waitForSelector("#templates table, #templates p");
+    await page.fill("#t-name", "e2e-built");
+    await page.selectOption("#t-kind", "dockerfile");
+    await page.fill("#t-text", "FROM base\nRUN echo first-line && sleep 3 && echo second-line\nENV E2E=1\n");
+    await page.click("form[aria-label='Build a template'] button[type=submit]");
+    // Live: the step's first output line is on the page while the step still
+    // runs (the instruction itself, also logged, holds both words).
+    const mid = await page.waitForFunction(() => {
+      const log = document.getElementById("t-log").textContent;
+      const p = document.getElementById("t-progress");
+      return /^first-line$/m.test(log) && { log, value: p.value, max: p.max };
+    }, null, { timeout: 60_000 });
+    const m = await mid.jsonValue();
+    assert.doesNotMatch(m.log, /^second-line$|built e2e-built/m);
+    assert.match(m.log, /\[1\/2\] RUN echo first-line/);
+    assert.equal(m.max, 2);
+    assert.ok(m.value < m.max, `progress ${m.value}/${m.max} while the build runs`);
+    await page.waitForFunction(() => /built e2e-built/.test(document.getElementById("t-log").textContent), null, { timeout: 120_000 });
+    assert.equal(await page.evaluate(() => document.getElementById("t-progress").value), 2);
+    assert.match(await page.textContent("#t-log"), /^second-line$[\s\S]*\[2\/2\] ENV E2E=1/m);
+    await page.waitForFunction(() => [...document.querySelectorAll("#templates td")].some((td) => td.textContent.startsWith("e2e-built")));
+    await shot("template-build");
+    const t = await d.api(0, "GET", "/templates/e2e-built");
+    assert.equal(t.status, "ready");
   });
 
   it("shows templates, usage and secrets", async () => {
@@ -151,6 +180,39 @@ describe("console", { timeout: 150_000 }, () => {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 1, `the page is ${overflow}px wider than the phone`);
     await page.setViewportSize({ width: 1100, height: 900 });
+  });
+
+  it("signs in and opens a sandbox by keyboard only", async () => {
+    const sb = await d.api(0, "POST", "/sandboxes", { metadata: { t: "keyboard" } });
+    const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const p = await ctx.newPage();
+    await p.goto(d.url + "/");
+    await p.waitForSelector("#key");
+    assert.equal(await p.evaluate(() => document.activeElement?.id), "key");
+    await p.keyboard.type(d.keys[0]);
+    await p.keyboard.press("Enter");
+    await p.waitForSelector(`#sandboxes tr[data-id="${sb.id}"]`);
+    // Tab to the sandbox's link (the focus must be visible), open it with Enter.
+    const tabTo = async (want, limit) => {
+      for (let i = 0; i < limit; i++) {
+        await p.keyboard.press("Tab");
+        const at = await p.evaluate((w) => {
+          const a = document.activeElement;
+          return a && a.matches(w) ? getComputedStyle(a).outlineStyle : null;
+        }, want);
+        if (at !== null) return at;
+      }
+      assert.fail(`${limit} presses of Tab did not reach ${want}`);
+    };
+    const outline = await tabTo(`a[href="#/sandbox/${sb.id}"]`, 40);
+    assert.notEqual(outline, "none", "the focused link shows no focus ring");
+    await p.keyboard.press("Enter");
+    await p.waitForFunction(() => document.getElementById("terminal-state")?.textContent === "connected", null, { timeout: 20_000 });
+    // The terminal is reached with Tab too, and takes typing.
+    await tabTo("#terminal textarea", 40);
+    await p.keyboard.type("echo kb$((40+2))\n");
+    await p.waitForFunction(() => /^kb42\s*$/m.test(document.querySelector("#terminal .xterm-rows")?.innerText ?? ""), null, { timeout: 15_000 });
+    await ctx.close();
   });
 
   it("broke no Content-Security-Policy rule", () => {

@@ -63,10 +63,11 @@ export async function signOut(): Promise<void> {
 }
 
 /** raw sends a request to /console/v1 + path and answers the Response (throwing on an error status). */
-export async function raw(method: string, path: string, body?: BodyInit, contentType?: string, signal?: AbortSignal): Promise<Response> {
+export async function raw(method: string, path: string, body?: BodyInit, contentType?: string, signal?: AbortSignal, accept?: string): Promise<Response> {
   const headers: Record<string, string> = {};
   if (method !== "GET" && method !== "HEAD") headers[CSRF_HEADER] = csrf;
   if (contentType) headers["Content-Type"] = contentType;
+  if (accept) headers["Accept"] = accept;
   const r = await fetch("/console/v1" + path, { method, headers, body, credentials: "same-origin", signal });
   if (!r.ok) throw await failure(r);
   return r;
@@ -79,6 +80,9 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   return (await r.json()) as T;
 }
 
+/** maxLine bounds one line of an NDJSON answer (the daemon's are far smaller). */
+const maxLine = 4 << 20;
+
 /** ndjson reads an NDJSON answer line by line. */
 export async function ndjson(r: Response, each: (v: any) => void): Promise<void> {
   if (!r.body) return;
@@ -88,6 +92,7 @@ export async function ndjson(r: Response, each: (v: any) => void): Promise<void>
     const { value, done } = await reader.read();
     if (done) break;
     buf += value;
+    if (buf.length > maxLine) throw new Error(`a line of the answer is longer than ${maxLine} characters`);
     let i;
     while ((i = buf.indexOf("\n")) >= 0) {
       const line = buf.slice(0, i).trim();

@@ -109,3 +109,18 @@ export function table(headers: string[], rows: HTMLTableRowElement[]): HTMLTable
   }
   return el("table", {}, el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, ...rows));
 }
+
+/** replaceKeepingFocus is replace for a list that re-renders while someone
+ * may be on it with the keyboard: when the focus was on a control in a row
+ * (data-id), the same control of the new row with that id gets it back, so
+ * a periodic refresh does not throw a keyboard user back to the top. */
+export function replaceKeepingFocus(parent: HTMLElement, ...children: Child[]): void {
+  const active = document.activeElement;
+  const row = active instanceof HTMLElement && parent.contains(active) ? active.closest<HTMLElement>("[data-id]") : null;
+  const focusables = (r: Element) => [...r.querySelectorAll<HTMLElement>("a[href], button, input, select, textarea")];
+  const at = row && active ? focusables(row).indexOf(active as HTMLElement) : -1;
+  replace(parent, ...children);
+  if (!row || at < 0) return;
+  const again = [...parent.querySelectorAll<HTMLElement>("[data-id]")].find((r) => r.dataset.id === row.dataset.id);
+  if (again) focusables(again)[at]?.focus();
+}

@@ -1,7 +1,7 @@
 // Sandboxes: the list (state, template, age, lease left, cost), filters by
 // state and metadata, the create form and the lifecycle actions.
 import { call, sbPath, type Sandbox, type Metrics } from "../api";
-import { el, append, replace, link, button, notice, fmtDuration, fmtCost, table } from "../dom";
+import { el, append, replace, replaceKeepingFocus, link, button, notice, fmtDuration, fmtCost, table } from "../dom";
 
 const STATES = ["", "running", "paused", "stopped", "terminated", "all"];
 
@@ -71,7 +71,7 @@ export async function sandboxesPage(main: HTMLElement): Promise<() => void> {
         el("td", {}, actions(sb, () => void load())),
       );
     });
-    replace(
+    replaceKeepingFocus(
       list,
       rows.length
         ? table(["Id", "State", "Template", "Age", "Lease left", "Cost", "Metadata", ""], rows)

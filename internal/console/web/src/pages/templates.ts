@@ -44,7 +44,7 @@ export async function templatesPage(main: HTMLElement): Promise<null> {
   const kind = el("select", { id: "t-kind" }, el("option", { value: "dockerfile" }, "Dockerfile"), el("option", { value: "recipe" }, "Recipe (JSON)"));
   const text = el("textarea", { id: "t-text", rows: 8, spellcheck: "false" });
   text.value = "FROM base\nRUN echo built > /etc/built\n";
-  const progress = el("progress", { id: "t-progress", max: 1, value: 0 });
+  const progress = el("progress", { id: "t-progress", max: 1, value: 0, "aria-label": "Build progress" });
   const log = el("pre", { class: "output", id: "t-log", "aria-live": "polite" });
   const form = el(
     "form",
@@ -72,13 +72,15 @@ export async function templatesPage(main: HTMLElement): Promise<null> {
       if ((log.textContent?.length ?? 0) < maxLogChars) log.textContent += s;
     };
     try {
-      const r = await raw("POST", "/templates", JSON.stringify(body), "application/json");
+      const r = await raw("POST", "/templates", JSON.stringify(body), "application/json", undefined, "application/x-ndjson");
       await ndjson(r, (ev) => {
         if (ev.steps) {
           progress.max = ev.steps;
-          progress.value = Math.max(0, (ev.step ?? 1) - 1);
+          // Step k starting means k-1 are done; a cached step k is done.
+          progress.value = ev.type === "cached" ? (ev.step ?? 0) : Math.max(0, (ev.step ?? 1) - 1);
         }
-        if (ev.type === "step") add(`\nStep ${ev.step}/${ev.steps}: ${ev.instruction ?? ""}\n`);
+        if (ev.type === "step" || ev.type === "cached")
+          add(`\n[${ev.step ?? 0}/${ev.steps ?? "?"}]${ev.type === "cached" ? " (cached)" : ""} ${ev.instruction ?? ""}\n`);
         else if (ev.output) add(ev.output);
         else if (ev.type === "done" || ev.template) {
           progress.value = progress.max;

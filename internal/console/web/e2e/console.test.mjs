@@ -132,7 +132,6 @@ describe("console", { timeout: 300_000 }, () => {
     assert.equal(await page.evaluate(() => document.getElementById("t-progress").value), 2);
     assert.match(await page.textContent("#t-log"), /^second-line$[\s\S]*\[2\/2\] ENV E2E=1/m);
     await page.waitForFunction(() => [...document.querySelectorAll("#templates td")].some((td) => td.textContent.startsWith("e2e-built")));
-    await shot("template-build");
     const t = await d.api(0, "GET", "/templates/e2e-built");
     assert.equal(t.status, "ready");
   });

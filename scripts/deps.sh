@@ -25,6 +25,14 @@ if [ -n "$need" ]; then
 	apt-get install -y -q $need >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $need >/dev/null; }
 fi
 
+# The TypeScript SDK, the E2B SDK and playwright-core (the console's
+# end-to-end tests) need Node.js 20 or newer; Debian 12's nodejs is 18.
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if [ "$node_major" -lt 20 ]; then
+	echo "Node.js 20 or newer is needed; this machine has $(node --version 2>/dev/null || echo none) (Debian 13's nodejs is 20)" >&2
+	exit 1
+fi
+
 # gVisor's runsc, for the runtime "runsc": built from its Go module (about
 # 2 to 5 minutes on 2 cores) and cached outside the repository, keyed by
 # version. CGO_ENABLED=0 matters: runsc re-executes itself inside an empty

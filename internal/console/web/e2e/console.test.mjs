@@ -205,6 +205,11 @@ describe("console", { timeout: 300_000 }, () => {
     };
     const outline = await tabTo(`a[href="#/sandbox/${sb.id}"]`, 40);
     assert.notEqual(outline, "none", "the focused link shows no focus ring");
+    // The list re-renders every 10 s: the new row's link gets the focus back.
+    const href = `#/sandbox/${sb.id}`;
+    await p.evaluate(() => (document.activeElement.dataset.old = "1"));
+    await p.waitForFunction((h) => document.querySelector(`a[href="${h}"]:not([data-old])`), href, { timeout: 15_000 });
+    assert.equal(await p.evaluate(() => document.activeElement?.getAttribute("href")), href);
     await p.keyboard.press("Enter");
     await p.waitForFunction(() => document.getElementById("terminal-state")?.textContent === "connected", null, { timeout: 20_000 });
     // The terminal is reached with Tab too, and takes typing.

@@ -43,9 +43,8 @@ lint:
 	$(GO) vet ./...
 
 ## generate: write what derives from api/openapi.yaml, the one source of the API contract: the Go wire types and error table (api/*.gen.go) and the SDK types and error classes
-GENERATED := 'api/*.gen.go' \
-	sdk/typescript/src/types.gen.ts sdk/typescript/src/errors.gen.ts \
-	sdk/python/src/paddock/_types_gen.py sdk/python/src/paddock/_errors_gen.py sdk/python/src/paddock/_models_gen.py
+## (one file per x-file group of schemas in each language, plus the modules re-exporting them: see internal/apigen)
+GENERATED := 'api/*.gen.go' 'sdk/typescript/src/*.gen.ts' 'sdk/python/src/paddock/_*_gen*.py'
 generate:
 	$(GO) run ./internal/apigen -spec api/openapi.yaml
 

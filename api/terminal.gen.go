@@ -4,34 +4,6 @@ package api
 
 import "time"
 
-// WatchEvent is one line of a `GET .../files/watch` stream. `create`, `write`
-// (contents modified), `remove` and `rename` (`old_path` → `path`) describe
-// one change; a file moved into the watched tree from outside is a `create`,
-// one moved out is a `remove`. `overflow` says events were lost (the reader
-// was too slow, or a directory could not be watched); `message` says why.
-type WatchEvent struct {
-	Type string `json:"type"`
-	// Absolute path inside the sandbox.
-	Path string `json:"path,omitempty"`
-	// `rename` events: the path before the rename.
-	OldPath string `json:"old_path,omitempty"`
-	// The path is a directory.
-	IsDir bool `json:"is_dir,omitempty"`
-	// RFC 3339 time the agent saw the change.
-	Time *time.Time `json:"time,omitempty"`
-	// `overflow` events: what was lost and why.
-	Message string `json:"message,omitempty"`
-}
-
-// Types of a file watch event.
-const (
-	WatchCreate   = "create"
-	WatchWrite    = "write"
-	WatchRemove   = "remove"
-	WatchRename   = "rename"
-	WatchOverflow = "overflow"
-)
-
 // PtyInfo is an open terminal (`GET /v1/sandboxes/{id}/pty`).
 type PtyInfo struct {
 	// The terminal id used in URLs.

@@ -22,8 +22,11 @@ const lifecycleUIDBase = crashUIDBase + 740*65536
 func startLifecycleDaemon(t *testing.T) *daemon {
 	t.Helper()
 	requireDaemon(t)
-	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(lifecycleUIDBase), "--max-sandboxes", "10",
-		"--pause-retention", "600", "--max-pause-retention", "1200", "--stop-retention", "3600", "--max-stop-retention", "7200"}})
+	// Its own network pool and proxy ports: the defaults may be taken by
+	// another daemon on the host.
+	d, err := startDaemon(daemonOptions{config: `{"network": {"pool": "10.95.0.0/16", "proxy_port": 15501, "dns_port": 15553}}`,
+		extraArgs: []string{"--uid-base", strconv.Itoa(lifecycleUIDBase), "--max-sandboxes", "10",
+			"--pause-retention", "600", "--max-pause-retention", "1200", "--stop-retention", "3600", "--max-stop-retention", "7200"}})
 	if err != nil {
 		t.Fatal(err)
 	}

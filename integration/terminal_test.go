@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/client"
 )
 
@@ -54,8 +55,14 @@ func TestTerminal(t *testing.T) {
 		out.Reset()
 		term.Write([]byte("stty size\n"))
 		readUntil(t, term, &out, "40 120")
+		// Ctrl-C must reach sleep, not bash: sent while bash is still
+		// starting the job it would go to bash, which may then drop the
+		// typed-ahead "exit 3" (as in any terminal). So wait until sleep
+		// is the terminal's foreground job, then wait for the new prompt.
 		term.Write([]byte("sleep 100\n"))
-		term.Write([]byte{3}) // Ctrl-C reaches the foreground job
+		waitForeground(t, ctx, sb, "sleep")
+		out.Reset()
+		term.Write([]byte{3})
 		readUntil(t, term, &out, "paddock$ ")
 		term.Write([]byte("exit 3\n"))
 		m, err := term.Wait()
@@ -119,6 +126,36 @@ func TestTerminal(t *testing.T) {
 			t.Fatalf("another key's sandbox: %v", err)
 		}
 	})
+}
+
+// waitForeground waits until a process named comm is the foreground job of
+// its terminal (its process group is the terminal's).
+func waitForeground(t *testing.T, ctx context.Context, sb *client.Sandbox, comm string) {
+	t.Helper()
+	const script = `import glob, sys
+for f in glob.glob("/proc/[0-9]*/stat"):
+    try:
+        s = open(f).read()
+    except OSError:
+        continue
+    r = s[s.rindex(")") + 2:].split()
+    if s[s.index("(") + 1:s.rindex(")")] == sys.argv[1] and r[2] == r[5]:
+        print("foreground")
+`
+	for {
+		res, err := sb.Exec(ctx, api.ExecRequest{Argv: []string{"python3", "-c", script, comm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(res.Stdout, "foreground") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never became the foreground job", comm)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func waitPTYs(t *testing.T, ctx context.Context, sb *client.Sandbox, n int) {

@@ -8,8 +8,16 @@
 // The generator reads the schemas of components/schemas in document order
 // and a few vendor extensions where a mechanical rule cannot decide:
 //
-//	x-go-file            on a schema: the file api/<name>.gen.go it is written
-//	                     to (default types)
+//	x-file               on a schema: its group (default common). Each group
+//	                     is written to its own file in every language:
+//	                     api/<group>.gen.go, the Python SDK's
+//	                     _types_gen_<group>.py and _models_gen_<group>.py,
+//	                     the TypeScript SDK's types.<group>.gen.ts; the
+//	                     modules _types_gen.py, _models_gen.py and
+//	                     types.gen.ts re-export them all. A group imports
+//	                     the schemas and enums it uses from the others, so
+//	                     the groups must not import each other in a cycle
+//	                     (load fails, naming it)
 //	x-go-name            Go name of a schema or property (default: CamelCase
 //	                     of the JSON name with the initialisms of goInitialisms)
 //	x-go-type            Go type of a property (default: derived from its schema)
@@ -53,23 +61,73 @@ type output struct {
 	gen  func(*contract) ([]byte, error)
 }
 
-// outputs returns the generated files: the Go wire types (one file per
-// x-go-file), the Go error table and the SDKs' types and error classes.
+// outputs returns the generated files: per group the Go wire types and
+// the SDKs' types and models, the modules that re-export each SDK's
+// groups, the Go error table and the SDKs' error classes.
 func outputs(c *contract) []output {
 	var outs []output
-	for _, f := range goTypeFiles(c) {
-		outs = append(outs, output{"api/" + f + ".gen.go", genGoTypes(f)})
+	for _, g := range c.groups() {
+		outs = append(outs,
+			output{"api/" + g + ".gen.go", genGoTypes(g)},
+			output{pyTypesDir + "_types_gen_" + g + ".py", genPyTypes(g)},
+			output{pyTypesDir + "_models_gen_" + g + ".py", genPyModels(g)},
+			output{tsDir + "types." + g + ".gen.ts", genTSTypes(g)},
+		)
 	}
-	return append(outs, fixedOutputs...)
+	return append(outs,
+		output{"api/errors.gen.go", genGoErrors},
+		output{tsDir + "types.gen.ts", genTSIndex},
+		output{tsDir + "errors.gen.ts", genTSErrors},
+		output{pyTypesDir + "_types_gen.py", genPyTypesIndex},
+		output{pyTypesDir + "_errors_gen.py", genPyErrors},
+		output{pyTypesDir + "_models_gen.py", genPyModelsIndex},
+	)
 }
 
-var fixedOutputs = []output{
-	{"api/errors.gen.go", genGoErrors},
-	{"sdk/typescript/src/types.gen.ts", genTSTypes},
-	{"sdk/typescript/src/errors.gen.ts", genTSErrors},
-	{"sdk/python/src/paddock/_types_gen.py", genPyTypes},
-	{"sdk/python/src/paddock/_errors_gen.py", genPyErrors},
-	{"sdk/python/src/paddock/_models_gen.py", genPyModels},
+const (
+	pyTypesDir = "sdk/python/src/paddock/"
+	tsDir      = "sdk/typescript/src/"
+)
+
+// generatedGlobs are where generated files live; a file there that starts
+// with the generated-code header and is no longer an output (its group was
+// renamed or emptied) is stale and removed by run.
+var generatedGlobs = []string{"api/*.gen.go", pyTypesDir + "_*_gen*.py", tsDir + "*.gen.ts"}
+
+// staleFiles returns the generated files under root that outs no longer
+// writes.
+func staleFiles(root string, outs []output) ([]string, error) {
+	want := map[string]bool{}
+	for _, o := range outs {
+		want[o.path] = true
+	}
+	var stale []string
+	for _, g := range generatedGlobs {
+		paths, err := filepath.Glob(filepath.Join(root, g))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return nil, err
+			}
+			if want[filepath.ToSlash(rel)] {
+				continue
+			}
+			head := make([]byte, 128)
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, err
+			}
+			n, _ := f.Read(head)
+			f.Close()
+			if bytes.Contains(head[:n], []byte(scriptHeader)) {
+				stale = append(stale, p)
+			}
+		}
+	}
+	return stale, nil
 }
 
 func run(specPath, root string) error {
@@ -81,7 +139,8 @@ func run(specPath, root string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", specPath, err)
 	}
-	for _, o := range outputs(c) {
+	outs := outputs(c)
+	for _, o := range outs {
 		b, err := o.gen(c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.path, err)
@@ -91,6 +150,15 @@ func run(specPath, root string) error {
 			continue
 		}
 		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	stale, err := staleFiles(root, outs)
+	if err != nil {
+		return err
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ type contract struct {
 type schema struct {
 	name, goName, tsName string
 	doc                  string
-	goFile               string // x-go-file: the api/<goFile>.gen.go it is written to
+	group                string // x-file: the generated files of each language it is written to
 	props                []*prop
 	embed                *embed
 	// variants are the property names of a oneOf of `required: [name]`
@@ -127,7 +127,10 @@ func loadSchema(name string, n *yaml.Node) (*schema, error) {
 		goName: or(str(n, "x-go-name"), name),
 		tsName: or(str(n, "x-ts-name"), name),
 		doc:    strings.TrimSpace(str(n, "description")),
-		goFile: or(str(n, "x-go-file"), "types"),
+		group:  or(str(n, "x-file"), defaultGroup),
+	}
+	if get(n, "x-go-file") != nil {
+		return nil, fmt.Errorf("x-go-file is now x-file (it groups the files of every language)")
 	}
 	if e := get(n, "x-go-embed"); e != nil {
 		s.embed = &embed{schema: str(e, "schema"), pointer: str(e, "pointer") == "true", from: str(e, "from"), to: str(e, "to")}
@@ -244,7 +247,7 @@ func (c *contract) check() error {
 	if len(c.errors) == 0 {
 		return fmt.Errorf("empty error table")
 	}
-	return nil
+	return c.checkGroups()
 }
 
 func (s *schema) propIndex(name string) int {

@@ -6,37 +6,78 @@ import (
 	"strings"
 )
 
-// genPyTypes writes the wire types as TypedDicts named after their schema
-// with a JSON suffix (the JSON as it travels: times are RFC 3339 strings,
-// bytes base64), and the named enums as Literal types.
-func genPyTypes(c *contract) ([]byte, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# %s\n\"\"\"The wire types of the Paddock REST API (/v1), as TypedDicts of the JSON\nas it travels (times are RFC 3339 strings, bytes base64 strings), and its\nenums as Literal types. ``paddock.types`` re-exports them next to the\ndataclasses the SDK returns.\"\"\"\n\n", scriptHeader)
-	b.WriteString("from __future__ import annotations\n\nfrom typing import Dict, List, Literal, Optional, TypedDict\n\n")
-	var names []string
-	aliases := map[string]bool{}
-	var body bytes.Buffer
-	for _, s := range c.schemas {
-		for _, p := range s.props {
-			if p.enumName != "" && !aliases[p.enumName] {
-				aliases[p.enumName] = true
-				names = append(names, p.enumName)
-				fmt.Fprintf(&body, "#: The values of ``%s.%s``.\n%s = Literal[%s]\n\n\n", s.name, p.name, p.enumName, pyLiterals(p.enum))
+// genPyTypes writes the wire types of group g as TypedDicts named after
+// their schema with a JSON suffix (the JSON as it travels: times are RFC
+// 3339 strings, bytes base64), and the named enums it declares as Literal
+// types; _types_gen.py re-exports every group.
+func genPyTypes(g string) func(*contract) ([]byte, error) {
+	return func(c *contract) ([]byte, error) {
+		var names []string
+		home := c.enumHomes()
+		aliases := map[string]bool{}
+		var body bytes.Buffer
+		for _, s := range c.inGroup(g) {
+			for _, p := range s.props {
+				if p.enumName != "" && home[p.enumName] == g && !aliases[p.enumName] {
+					aliases[p.enumName] = true
+					names = append(names, p.enumName)
+					fmt.Fprintf(&body, "#: The values of ``%s.%s``.\n%s = Literal[%s]\n\n\n", s.name, p.name, p.enumName, pyLiterals(p.enum))
+				}
 			}
+			if err := pyTypedDict(&body, c, s); err != nil {
+				return nil, err
+			}
+			names = append(names, s.name+"JSON")
 		}
-		if err := pyTypedDict(&body, c, s); err != nil {
-			return nil, err
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "# %s\n\"\"\"The wire types of the Paddock REST API (/v1) of the %s group, as\nTypedDicts of the JSON as it travels (times are RFC 3339 strings, bytes\nbase64 strings), and its enums as Literal types. ``_types_gen`` re-exports\nthem.\"\"\"\n\n", scriptHeader, g)
+		b.WriteString("from __future__ import annotations\n\n")
+		pyTypingImport(&b, body.String(), "Dict", "List", "Literal", "Optional", "TypedDict")
+		from, ims := c.importsFrom(g, true)
+		if len(from) > 0 {
+			b.WriteString("\n")
 		}
-		names = append(names, s.name+"JSON")
+		for _, o := range from {
+			var ns []string
+			for _, im := range ims[o] {
+				n := im.name
+				if !im.enum {
+					n += "JSON"
+				}
+				ns = append(ns, n)
+			}
+			// Only in the quoted annotations of the TypedDicts: for type checkers.
+			fmt.Fprintf(&b, "from ._types_gen_%s import %s  # noqa: F401\n", o, strings.Join(ns, ", "))
+		}
+		b.WriteString("\n")
+		pyAll(&b, names)
+		b.WriteString("\n\n")
+		b.Write(bytes.TrimRight(body.Bytes(), "\n"))
+		b.WriteString("\n")
+		return b.Bytes(), nil
 	}
+}
+
+// pyTypingImport writes the import of the names of typing that body uses.
+func pyTypingImport(b *bytes.Buffer, body string, names ...string) {
+	var used []string
+	for _, n := range names {
+		if strings.Contains(body, n+"[") || strings.Contains(body, n+"(") {
+			used = append(used, n)
+		}
+	}
+	if len(used) > 0 {
+		fmt.Fprintf(b, "from typing import %s\n", strings.Join(used, ", "))
+	}
+}
+
+// pyAll writes __all__.
+func pyAll(b *bytes.Buffer, names []string) {
 	b.WriteString("__all__ = [\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "    %q,\n", n)
+		fmt.Fprintf(b, "    %q,\n", n)
 	}
-	b.WriteString("]\n\n\n")
-	b.Write(bytes.TrimRight(body.Bytes(), "\n"))
-	b.WriteString("\n")
-	return b.Bytes(), nil
+	b.WriteString("]\n")
 }
 
 // pyTypedDict writes a schema as a TypedDict: the required keys in one
@@ -194,32 +235,71 @@ func pyField(name string) string {
 	return name
 }
 
-// genPyModels writes one dataclass per schema, named after the schema, with
-// a from_json that reads the JSON leniently (a missing or mistyped field
-// takes its zero value, times become aware datetimes) and the to_json of
-// paddock._convert.Model. paddock.types replaces a few with hand-written
-// classes (SandboxInfo, ExecResult, Event, ...).
-func genPyModels(c *contract) ([]byte, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# %s\n\"\"\"The wire types of the Paddock REST API (/v1) as dataclasses with\n``from_json`` and ``to_json``; ``paddock.types`` re-exports them.\"\"\"\n\n", scriptHeader)
-	b.WriteString("from __future__ import annotations\n\nfrom dataclasses import dataclass, field\nfrom datetime import datetime\nfrom typing import Any, Dict, List, Optional\n\nfrom ._convert import Model, b_, f_, i_, list_of, map_of, obj, s_, t_\n\n__all__ = [\n")
-	for _, s := range c.schemas {
-		fmt.Fprintf(&b, "    %q,\n", s.name)
-	}
-	b.WriteString("]\n")
-	for _, s := range c.schemas {
-		fmt.Fprintf(&b, "\n\n@dataclass\nclass %s(Model):\n", s.name)
-		pyDocstring(&b, "    ", s.doc)
-		for _, p := range s.props {
-			fmt.Fprintf(&b, "    %s: %s = %s\n", pyField(p.name), pyModelType(p.t), pyModelDefault(p.t))
+// genPyModels writes one dataclass per schema of group g, named after the
+// schema, with a from_json that reads the JSON leniently (a missing or
+// mistyped field takes its zero value, times become aware datetimes) and the
+// to_json of paddock._convert.Model; the classes of other groups it reads
+// are imported from their module. _models_gen.py re-exports every group;
+// paddock.types replaces a few with hand-written classes (SandboxInfo,
+// ExecResult, Event, ...).
+func genPyModels(g string) func(*contract) ([]byte, error) {
+	return func(c *contract) ([]byte, error) {
+		var body bytes.Buffer
+		var names []string
+		for _, s := range c.inGroup(g) {
+			names = append(names, s.name)
+			fmt.Fprintf(&body, "\n\n@dataclass\nclass %s(Model):\n", s.name)
+			pyDocstring(&body, "    ", s.doc)
+			for _, p := range s.props {
+				fmt.Fprintf(&body, "    %s: %s = %s\n", pyField(p.name), pyModelType(p.t), pyModelDefault(p.t))
+			}
+			fmt.Fprintf(&body, "\n    @classmethod\n    def from_json(cls, d: Any) -> %q:\n        d = obj(d)\n        return cls(\n", s.name)
+			for _, p := range s.props {
+				fmt.Fprintf(&body, "            %s=%s,\n", pyField(p.name), pyConvert(p.t, fmt.Sprintf("d.get(%q)", p.name)))
+			}
+			body.WriteString("        )\n")
 		}
-		fmt.Fprintf(&b, "\n    @classmethod\n    def from_json(cls, d: Any) -> %q:\n        d = obj(d)\n        return cls(\n", s.name)
-		for _, p := range s.props {
-			fmt.Fprintf(&b, "            %s=%s,\n", pyField(p.name), pyConvert(p.t, fmt.Sprintf("d.get(%q)", p.name)))
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "# %s\n\"\"\"The wire types of the Paddock REST API (/v1) of the %s group, as\ndataclasses with ``from_json`` and ``to_json``; ``_models_gen`` re-exports\nthem.\"\"\"\n\n", scriptHeader, g)
+		b.WriteString("from __future__ import annotations\n\n")
+		text := body.String()
+		var dc []string
+		if strings.Contains(text, "@dataclass") {
+			dc = append(dc, "dataclass")
 		}
-		b.WriteString("        )\n")
+		if strings.Contains(text, "field(") {
+			dc = append(dc, "field")
+		}
+		fmt.Fprintf(&b, "from dataclasses import %s\n", strings.Join(dc, ", "))
+		if strings.Contains(text, "datetime") {
+			b.WriteString("from datetime import datetime\n")
+		}
+		b.WriteString("from typing import Any")
+		for _, n := range []string{"Dict", "List", "Optional"} {
+			if strings.Contains(text, n+"[") {
+				b.WriteString(", " + n)
+			}
+		}
+		b.WriteString("\n\nfrom ._convert import Model")
+		for _, h := range []string{"b_", "f_", "i_", "list_of", "map_of", "obj", "s_", "t_"} {
+			if strings.Contains(text, h+"(") {
+				b.WriteString(", " + h)
+			}
+		}
+		b.WriteString("\n")
+		from, ims := c.importsFrom(g, false)
+		for _, o := range from {
+			var ns []string
+			for _, im := range ims[o] {
+				ns = append(ns, im.name)
+			}
+			fmt.Fprintf(&b, "from ._models_gen_%s import %s\n", o, strings.Join(ns, ", "))
+		}
+		b.WriteString("\n")
+		pyAll(&b, names)
+		b.WriteString(text)
+		return b.Bytes(), nil
 	}
-	return b.Bytes(), nil
 }
 
 func pyModelType(t *typ) string {

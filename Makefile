@@ -6,25 +6,37 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-perf bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build console deps console-e2e test unit integration crun-test runsc-test lint generate check-generated cross bench bench-perf bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
 ## build: the daemon, the CLI, the static guest agent and the pinned runc,
 ## and paddock-fakemodel, the fake model API the SDK tests use (a test tool, not shipped)
-build:
+build: console
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddockd ./cmd/paddockd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock ./cmd/paddock
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-agent ./cmd/paddock-agent
 	$(GO) build -tags seccomp -o $(BIN)/runc github.com/opencontainers/runc
 	$(GO) build -o $(BIN)/paddock-fakemodel ./internal/fakemodel/cmd/paddock-fakemodel
 
+## console: the web console's assets (TypeScript in internal/console/web, pinned npm
+## dependencies, bundled by esbuild into internal/console/dist, which paddockd embeds)
+console:
+	cd internal/console/web && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+
+## console-e2e: the console driven by playwright-core in Debian's chromium (headless)
+## against a real paddockd: sign-in, terminal, files, plots, lifecycle, template build,
+## tenants, escaping, keyboard only; and in Debian's firefox-esr over WebDriver BiDi
+console-e2e: build
+	scripts/cgroup-setup.sh
+	cd internal/console/web && PADDOCK_BIN=$(CURDIR)/$(BIN) npm run --silent e2e
+
 ## deps: install the system packages the build and the tests need (Debian/Ubuntu, as root)
 deps:
 	scripts/deps.sh
 
-## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the SDK suites and the unmodified E2B SDKs
-test: deps build lint check-generated cross unit runsc-test integration sdk-python sdk-typescript e2b-compat
+## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the SDK suites, the unmodified E2B SDKs and the web console in chromium and firefox-esr
+test: deps build lint check-generated cross unit runsc-test integration sdk-python sdk-typescript e2b-compat console-e2e
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)

@@ -283,6 +283,35 @@ type Metrics struct {
 	CostMicros int64 `json:"cost_micros"`
 }
 
+// MetricsHistory is the answer to `GET /v1/sandboxes/{id}/metrics/history`: a
+// bounded series of samples, oldest first.
+type MetricsHistory struct {
+	SandboxID string `json:"sandbox_id"`
+	// How many samples the daemon keeps per sandbox (360); older ones are
+	// dropped.
+	MaxSamples int             `json:"max_samples"`
+	Samples    []MetricsSample `json:"samples"`
+}
+
+// MetricsSample is one point of a sandbox's metrics history (see `Metrics` for
+// the fields).
+type MetricsSample struct {
+	// RFC 3339 time of the sample.
+	At time.Time `json:"at"`
+	// Counter. CPU time used so far.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// Gauge. Memory in use (zero while stopped).
+	MemoryBytes int64 `json:"memory_bytes"`
+	// Bytes received since the sandbox started (zero while stopped).
+	NetworkRxBytes int64 `json:"network_rx_bytes"`
+	// Bytes sent since the sandbox started (zero while stopped).
+	NetworkTxBytes int64 `json:"network_tx_bytes"`
+	// Gauge. Processes and threads.
+	PIDs int64 `json:"pids"`
+	// Counter. Cost so far, in micro-units of the price table.
+	CostMicros int64 `json:"cost_micros"`
+}
+
 // Usage is the answer to `GET /v1/usage`: the calling key's consumption by its
 // sandboxes that were alive during [`from`, `to`) and whose records are still
 // kept. Each counter is the sum of the sandboxes' whole-life counters (see

@@ -11,6 +11,8 @@ command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v npm >/dev/null 2>&1 || need="$need nodejs npm"
 command -v tmux >/dev/null 2>&1 || need="$need tmux" # the CLI terminal test
+command -v chromium >/dev/null 2>&1 || need="$need chromium" # the console's end-to-end tests (playwright-core drives it)
+command -v firefox-esr >/dev/null 2>&1 || need="$need firefox-esr" # the console in Firefox (WebDriver BiDi)
 # The code interpreter's data stack: sandboxes of the base template see the
 # host's /usr, so these Debian packages give them numpy, pandas and
 # matplotlib with no download at run time.
@@ -21,6 +23,14 @@ if [ -n "$need" ]; then
 	echo "installing:$need" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get install -y -q $need >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $need >/dev/null; }
+fi
+
+# The TypeScript SDK, the E2B SDK and playwright-core (the console's
+# end-to-end tests) need Node.js 20 or newer; Debian 12's nodejs is 18.
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if [ "$node_major" -lt 20 ]; then
+	echo "Node.js 20 or newer is needed; this machine has $(node --version 2>/dev/null || echo none) (Debian 13's nodejs is 20)" >&2
+	exit 1
 fi
 
 # gVisor's runsc, for the runtime "runsc": built from its Go module (about

@@ -102,6 +102,7 @@ type Manager struct {
 	live    map[string]string // live sandbox id → owner
 	idLocks map[string]*sync.Mutex
 	act     map[string]*activity // live sandbox id → its recent use (idle.go)
+	hist    *history             // metrics over time (history.go)
 
 	cleanups   sync.WaitGroup // deferred cleanups of deleted sandboxes (delete.go)
 	cleanupSem chan struct{}
@@ -145,7 +146,7 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
-		act: map[string]*activity{}, cleanupSem: make(chan struct{}, cleanupWorkers),
+		act: map[string]*activity{}, hist: newHistory(HistorySamples), cleanupSem: make(chan struct{}, cleanupWorkers),
 		cleaning: map[string]chan struct{}{}}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m

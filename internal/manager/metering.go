@@ -85,12 +85,14 @@ func (m *Manager) sample(ctx context.Context) {
 		}
 	}
 	now := time.Now().UTC()
+	m.hist.keep(keptIDs(recs))
 	var over []string
 	err = m.store.UpdateMany(ids, func(r *store.Record) error {
 		if !r.State.Kept() {
 			return nil
 		}
 		accrue(&r.Usage, r, stats[r.ID], now, m.cfg.Prices)
+		m.hist.add(r.ID, now, r.Usage, stats[r.ID])
 		if r.MaxCostMicros > 0 && r.Usage.CostMicros >= r.MaxCostMicros {
 			over = append(over, r.ID)
 		}

@@ -72,6 +72,7 @@ func routeTable() []route {
 		keyed("POST /v1/sandboxes/{id}/stop", (*Server).stopSandbox),
 		keyed("POST /v1/sandboxes/{id}/start", (*Server).startSandbox),
 		keyed("GET /v1/sandboxes/{id}/metrics", (*Server).sandboxMetrics),
+		keyed("GET /v1/sandboxes/{id}/metrics/history", (*Server).sandboxMetricsHistory),
 		keyed("GET /v1/usage", (*Server).usage),
 
 		keyed("PATCH /v1/sandboxes/{id}/network", (*Server).updateNetwork),
@@ -121,6 +122,11 @@ func routeTable() []route {
 
 		// The MCP handler answers other methods itself (405).
 		{pattern: "/v1/mcp", auth: authSelf, methods: []string{"GET", "POST", "DELETE"}, bind: (*Server).mcpHandler},
+
+		// The web console (package console): its pages, sign-in, and
+		// /console/v1/..., the API behind a session cookie.
+		{pattern: "GET /{$}", auth: authSelf, bind: func(s *Server) http.Handler { return s.console }},
+		{pattern: "/console/", auth: authSelf, bind: func(s *Server) http.Handler { return s.console }},
 
 		// Anything else is a JSON 404.
 		public("/", (*Server).noRoute),

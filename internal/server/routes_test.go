@@ -20,7 +20,9 @@ var routeExceptions = map[string]string{
 	"GET /metrics": "Prometheus metrics, outside /v1 and outside the API (docs/api.md)",
 	"/v1/sandboxes/{id}/ports/{port}/{path...}": "the port proxy relays any method and path to a sandbox port; " +
 		"documented with GET /v1/sandboxes/{id}/ports, not an operation of its own",
-	"/": "the JSON 404 for every path that is no route",
+	"/":         "the JSON 404 for every path that is no route",
+	"GET /{$}":  "the web console's page (package console, docs/console.md)",
+	"/console/": "the web console: pages, sign-in and /console/v1/..., the API behind a session cookie (docs/console.md)",
 }
 
 // specOperations returns "METHOD /path" for every operation of the spec.

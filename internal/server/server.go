@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/console"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
@@ -72,6 +73,7 @@ type Server struct {
 	// portTransport carries reverse-proxied requests to sandbox ports.
 	portTransport *http.Transport
 	mcp           *mcp.Server // serves /v1/mcp; nil when MCP is disabled
+	console       *console.Handler
 }
 
 // New returns the API server.
@@ -90,6 +92,10 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) *
 		execBodies:     newBodyGate(cfg.BigBodiesPerKey, cfg.BigBodyDecodes, 0),
 		templateBodies: newBodyGate(templateBodiesPerKey, templateBodyDecodes, templateFreeAbove)}
 	s.portTransport = newPortTransport(s.dialPort)
+	s.console = console.New(console.Config{Lookup: func(secret string) (string, bool) {
+		rec, ok := keys.Lookup(secret)
+		return rec.ID, ok
+	}, API: s.mux, Log: log})
 	s.routes()
 	return s
 }
@@ -166,7 +172,8 @@ func (s *Server) withKey(h handlerFunc) http.Handler {
 // not keep it awake) and lifecycle calls. Every other route with a
 // sandbox id is, new ones included.
 var passive = map[string]bool{
-	"GET /v1/sandboxes/{id}": true, "GET /v1/sandboxes/{id}/metrics": true, "DELETE /v1/sandboxes/{id}": true,
+	"GET /v1/sandboxes/{id}": true, "GET /v1/sandboxes/{id}/metrics": true,
+	"GET /v1/sandboxes/{id}/metrics/history": true, "DELETE /v1/sandboxes/{id}": true,
 	"POST /v1/sandboxes/{id}/pause": true, "POST /v1/sandboxes/{id}/resume": true,
 	"POST /v1/sandboxes/{id}/stop": true, "POST /v1/sandboxes/{id}/start": true,
 }

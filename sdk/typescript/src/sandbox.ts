@@ -17,6 +17,7 @@ import type {
   ListPortsResponse,
   ListProcessesResponse,
   Metrics,
+  MetricsHistory,
   NetworkPolicy,
   Port,
   ProcessInfo,
@@ -332,6 +333,11 @@ export class Sandbox implements AsyncDisposable {
   /** The sandbox's resource use and cost so far. */
   metrics(opts: RequestOptions = {}): Promise<Metrics> {
     return this.#t.json<Metrics>({ method: "GET", path: this.#path("metrics"), signal: opts.signal, timeoutMs: this.#t.deadline(opts) });
+  }
+
+  /** The sandbox's metrics over time, oldest first: one sample per metering pass of the daemon, at most `max_samples`. */
+  metricsHistory(opts: RequestOptions = {}): Promise<MetricsHistory> {
+    return this.#t.json<MetricsHistory>({ method: "GET", path: this.#path("metrics", "history"), signal: opts.signal, timeoutMs: this.#t.deadline(opts) });
   }
 
   /** The TCP ports listening in the sandbox, each with its `url` and `signed_url`. */

@@ -299,6 +299,35 @@ export interface Metrics {
 }
 
 /**
+ * The answer to `GET /v1/sandboxes/{id}/metrics/history`: a bounded series of
+ * samples, oldest first.
+ */
+export interface MetricsHistory {
+  sandbox_id: string;
+  /** How many samples the daemon keeps per sandbox (360); older ones are dropped. */
+  max_samples: number;
+  samples: MetricsSample[];
+}
+
+/** One point of a sandbox's metrics history (see `Metrics` for the fields). */
+export interface MetricsSample {
+  /** RFC 3339 time of the sample. */
+  at: string;
+  /** Counter. CPU time used so far. */
+  cpu_seconds: number;
+  /** Gauge. Memory in use (zero while stopped). */
+  memory_bytes: number;
+  /** Bytes received since the sandbox started (zero while stopped). */
+  network_rx_bytes: number;
+  /** Bytes sent since the sandbox started (zero while stopped). */
+  network_tx_bytes: number;
+  /** Gauge. Processes and threads. */
+  pids: number;
+  /** Counter. Cost so far, in micro-units of the price table. */
+  cost_micros: number;
+}
+
+/**
  * The answer to `GET /v1/usage`: the calling key's consumption by its
  * sandboxes that were alive during [`from`, `to`) and whose records are still
  * kept. Each counter is the sum of the sandboxes' whole-life counters (see

@@ -94,6 +94,10 @@ describe("sandbox routes", () => {
     assert.equal(m.sandbox_id, sbx.id);
     assert.equal(m.state, "running");
     assert.ok(m.cpu_seconds >= 0);
+    const h = await sbx.metricsHistory();
+    assert.equal(h.sandbox_id, sbx.id);
+    assert.equal(h.max_samples, 360);
+    assert.ok(Array.isArray(h.samples));
   });
 
   it("updates the network policy", async () => {

@@ -25,6 +25,8 @@ __all__ = [
     "Port",
     "ListPortsResponse",
     "Metrics",
+    "MetricsHistory",
+    "MetricsSample",
     "Usage",
     "ListSandboxesResponse",
     "LifecycleEvent",

@@ -22,6 +22,8 @@ __all__ = [
     "Port",
     "ListPortsResponse",
     "Metrics",
+    "MetricsHistory",
+    "MetricsSample",
     "Usage",
     "ListSandboxesResponse",
     "LifecycleEvent",
@@ -311,6 +313,52 @@ class Metrics(Model):
             memory_peak_bytes=i_(d.get("memory_peak_bytes")),
             memory_gib_seconds=f_(d.get("memory_gib_seconds")),
             disk_bytes=i_(d.get("disk_bytes")),
+            network_rx_bytes=i_(d.get("network_rx_bytes")),
+            network_tx_bytes=i_(d.get("network_tx_bytes")),
+            pids=i_(d.get("pids")),
+            cost_micros=i_(d.get("cost_micros")),
+        )
+
+
+@dataclass
+class MetricsHistory(Model):
+    """The answer to `GET /v1/sandboxes/{id}/metrics/history`: a bounded series
+    of samples, oldest first.
+    """
+
+    sandbox_id: str = ""
+    max_samples: int = 0
+    samples: List[MetricsSample] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "MetricsHistory":
+        d = obj(d)
+        return cls(
+            sandbox_id=s_(d.get("sandbox_id")),
+            max_samples=i_(d.get("max_samples")),
+            samples=list_of(d.get("samples"), lambda x: MetricsSample.from_json(x) if isinstance(x, dict) else None),
+        )
+
+
+@dataclass
+class MetricsSample(Model):
+    """One point of a sandbox's metrics history (see `Metrics` for the fields)."""
+
+    at: Optional[datetime] = None
+    cpu_seconds: float = 0.0
+    memory_bytes: int = 0
+    network_rx_bytes: int = 0
+    network_tx_bytes: int = 0
+    pids: int = 0
+    cost_micros: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> "MetricsSample":
+        d = obj(d)
+        return cls(
+            at=t_(d.get("at")),
+            cpu_seconds=f_(d.get("cpu_seconds")),
+            memory_bytes=i_(d.get("memory_bytes")),
             network_rx_bytes=i_(d.get("network_rx_bytes")),
             network_tx_bytes=i_(d.get("network_tx_bytes")),
             pids=i_(d.get("pids")),

@@ -31,6 +31,8 @@ __all__ = [
     "PortJSON",
     "ListPortsResponseJSON",
     "MetricsJSON",
+    "MetricsHistoryJSON",
+    "MetricsSampleJSON",
     "UsageJSON",
     "ListSandboxesResponseJSON",
     "LifecycleEventJSON",

@@ -23,6 +23,8 @@ __all__ = [
     "PortJSON",
     "ListPortsResponseJSON",
     "MetricsJSON",
+    "MetricsHistoryJSON",
+    "MetricsSampleJSON",
     "UsageJSON",
     "ListSandboxesResponseJSON",
     "LifecycleEventJSON",
@@ -280,6 +282,40 @@ class MetricsJSON(_MetricsJSONRequired):
     3600). The reaper samples live sandboxes every 5 seconds, which is when
     `max_cost_micros` is enforced; this route samples on demand.
     """
+
+
+_MetricsHistoryJSONRequired = TypedDict(
+    "_MetricsHistoryJSONRequired",
+    {
+        "sandbox_id": "str",
+        "max_samples": "int",
+        "samples": "List[MetricsSampleJSON]",
+    },
+)
+
+
+class MetricsHistoryJSON(_MetricsHistoryJSONRequired):
+    """The answer to `GET /v1/sandboxes/{id}/metrics/history`: a bounded series
+    of samples, oldest first.
+    """
+
+
+_MetricsSampleJSONRequired = TypedDict(
+    "_MetricsSampleJSONRequired",
+    {
+        "at": "str",
+        "cpu_seconds": "float",
+        "memory_bytes": "int",
+        "network_rx_bytes": "int",
+        "network_tx_bytes": "int",
+        "pids": "int",
+        "cost_micros": "int",
+    },
+)
+
+
+class MetricsSampleJSON(_MetricsSampleJSONRequired):
+    """One point of a sandbox's metrics history (see `Metrics` for the fields)."""
 
 
 _UsageJSONRequired = TypedDict(

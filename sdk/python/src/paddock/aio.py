@@ -30,6 +30,7 @@ from .types import (
     ExecResult,
     Health,
     Metrics,
+    MetricsHistory,
     NetworkLike,
     Port,
     ProcessInfo,
@@ -292,6 +293,9 @@ class AsyncSandbox(AsyncTerminalMixin, AsyncCodeMixin):
 
     async def metrics(self) -> Metrics:
         return Metrics.from_json(await self.client._call("GET", self._path("metrics")))
+
+    async def metrics_history(self) -> MetricsHistory:
+        return MetricsHistory.from_json(await self.client._call("GET", self._path("metrics", "history")))
 
     async def ports(self) -> List[Port]:
         d = await self.client._call("GET", self._path("ports")) or {}

@@ -16,7 +16,7 @@ from .errors import NotFound, PaddockError
 from .files import Files
 from .process import Process
 from .terminal import TerminalMixin
-from .types import ExecResult, Metrics, NetworkLike, Port, ProcessInfo, ResourcesLike, SandboxInfo, Template
+from .types import ExecResult, Metrics, MetricsHistory, NetworkLike, Port, ProcessInfo, ResourcesLike, SandboxInfo, Template
 
 __all__ = ["Sandbox", "Files", "Process", "EventStream", "Command", "Stdin", "HTTP_MARGIN", "DEFAULT_EXEC_TIMEOUT", "CLOSE_TIMEOUT"]
 
@@ -154,6 +154,11 @@ class Sandbox(TerminalMixin, CodeMixin):
     def metrics(self) -> Metrics:
         """The sandbox's resource accounting (CPU, memory, disk, network, cost)."""
         return Metrics.from_json(self.client._call("GET", self._path("metrics")))
+
+    def metrics_history(self) -> MetricsHistory:
+        """The sandbox's metrics over time, oldest first (one sample per
+        metering pass of the daemon, at most ``max_samples``)."""
+        return MetricsHistory.from_json(self.client._call("GET", self._path("metrics", "history")))
 
     def set_network(self, network: NetworkLike) -> SandboxInfo:
         """Replace the egress policy (``"off"``, ``"full"`` or a

@@ -1,0 +1,2 @@
+// esbuild bundles CSS imports into app.css.
+declare module "*.css";

@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build deps test unit integration k8s-test k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -15,9 +15,21 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddockd ./cmd/paddockd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock ./cmd/paddock
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-gateway ./cmd/paddock-gateway
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-agent ./cmd/paddock-agent
 	$(GO) build -tags seccomp -o $(BIN)/runc github.com/opencontainers/runc
 	$(GO) build -o $(BIN)/paddock-fakemodel ./internal/fakemodel/cmd/paddock-fakemodel
+
+## k8s-test: cluster mode end to end on a real Kubernetes control plane (etcd + kube-apiserver of
+## the k8s-lab, built once into a cache keyed by version): 3 paddockd nodes, 2 gateways (as root)
+K8S_VERSION ?= v1.37.2
+K8S_BIN ?= /var/cache/paddock/k8s-$(K8S_VERSION)/bin
+k8s-test: build k8s-bin
+	$(GO) test -count=1 -timeout 10m ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN)
+
+## k8s-bin: the lab's etcd and kube-apiserver in $(K8S_BIN), built only when missing (scripts/k8s-bin.sh)
+k8s-bin:
+	K8S_VERSION=$(K8S_VERSION) K8S_BIN=$(K8S_BIN) scripts/k8s-bin.sh
 
 ## deps: install the system packages the build and the tests need (Debian/Ubuntu, as root)
 deps:

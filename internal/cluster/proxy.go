@@ -215,5 +215,3 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
-

@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit integration k8s-test k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build deps test unit integration k8s-test k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -26,6 +26,10 @@ K8S_VERSION ?= v1.37.2
 K8S_BIN ?= /var/cache/paddock/k8s-$(K8S_VERSION)/bin
 k8s-test: build k8s-bin
 	$(GO) test -count=1 -timeout 10m ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN)
+
+## k8s-bench: create -> first result through a gateway vs directly on a node, and creates/s over 3 nodes (as root)
+k8s-bench: build k8s-bin
+	$(GO) test -count=1 -timeout 15m -run '^$$' -bench 'BenchmarkCluster' -benchtime 10x ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN)
 
 ## k8s-bin: the lab's etcd and kube-apiserver in $(K8S_BIN), built only when missing (scripts/k8s-bin.sh)
 k8s-bin:

@@ -35,13 +35,14 @@ const (
 
 // lab is the running cluster of a test.
 type lab struct {
-	t        *testing.T
+	t        testing.TB
 	cp       *controlPlane
 	kc       *kube.Client
 	nodes    []*node
 	gateways []*proc
 	gwURLs   []string
 	keys     []string // alice, bob
+	nodeArgs []string // extra paddockd flags of every node
 }
 
 type node struct {
@@ -49,7 +50,7 @@ type node struct {
 	p                      *proc
 }
 
-func requireLab(t *testing.T) {
+func requireLab(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("cluster e2e needs root (it runs paddockd, runc, mounts and cgroups)")
@@ -66,9 +67,11 @@ func requireLab(t *testing.T) {
 	}
 }
 
-func startLab(t *testing.T, nodes, gateways int) *lab {
+// startLab starts the control plane, the given numbers of nodes (with
+// nodeArgs added to their flags) and gateways, and two keys.
+func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
 	requireLab(t)
-	l := &lab{t: t, cp: startControlPlane(t, *k8sBin)}
+	l := &lab{t: t, cp: startControlPlane(t, *k8sBin), nodeArgs: nodeArgs}
 	var err error
 	if l.kc, err = kube.Load(l.cp.kubeconfig); err != nil {
 		t.Fatal(err)
@@ -108,15 +111,15 @@ func (l *lab) startNode(i int) {
 	n := l.nodes[i]
 	cfg := filepath.Join(n.stateDir, "config.json")
 	must(l.t, os.WriteFile(cfg, []byte(`{"network": {"disabled": true}}`), 0o600))
-	n.p = startProc(l.t, l.cp.dir, n.name+fmt.Sprintf("-%d", time.Now().UnixNano()%1000), filepath.Join(*paddockBin, "paddockd"),
-		"serve", "--state-dir", n.stateDir, "--listen", n.listen, "--config", cfg,
-		"--uid-base", fmt.Sprint(1<<20+(i+1)*64*65536), "--max-sandboxes", "16",
+	args := append([]string{"serve", "--state-dir", n.stateDir, "--listen", n.listen, "--config", cfg,
+		"--uid-base", fmt.Sprint(1<<20 + (i+1)*64*65536), "--max-sandboxes", "16", "--max-sandboxes-per-key", "-1",
 		"--kubeconfig", l.cp.kubeconfig, "--cluster-namespace", ns, "--node-name", n.name,
-		"--lease-seconds", fmt.Sprint(leaseSeconds))
+		"--lease-seconds", fmt.Sprint(leaseSeconds)}, l.nodeArgs...)
+	n.p = startProc(l.t, l.cp.dir, n.name+fmt.Sprintf("-%d", time.Now().UnixNano()%1000), filepath.Join(*paddockBin, "paddockd"), args...)
 	waitHealthy(l.t, "http://"+n.listen, n.p)
 }
 
-func waitHealthy(t *testing.T, url string, p *proc) {
+func waitHealthy(t testing.TB, url string, p *proc) {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < 60*time.Second; time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get(url + "/v1/health"); err == nil {

@@ -49,7 +49,7 @@ func (p *proc) alive() bool {
 	}
 }
 
-func startProc(t *testing.T, dir, name string, bin string, args ...string) *proc {
+func startProc(t testing.TB, dir, name string, bin string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
@@ -90,7 +90,7 @@ func (p *proc) tail(n int) string {
 	return string(b)
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,7 +100,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func startControlPlane(t *testing.T, bin string) *controlPlane {
+func startControlPlane(t testing.TB, bin string) *controlPlane {
 	t.Helper()
 	dir := tempDir(t)
 	cp := &controlPlane{dir: dir}
@@ -160,7 +160,7 @@ current-context: lab
 }
 
 // waitReady waits (60 s at most) for the API server's /readyz.
-func waitReady(t *testing.T, cp *controlPlane, server string, caPEM []byte, token string) {
+func waitReady(t testing.TB, cp *controlPlane, server string, caPEM []byte, token string) {
 	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -190,7 +190,7 @@ func waitReady(t *testing.T, cp *controlPlane, server string, caPEM []byte, toke
 
 // writePKI writes a CA, the API server's serving cert and the service
 // account key pair into dir; it returns the CA certificate (PEM).
-func writePKI(t *testing.T, dir string) []byte {
+func writePKI(t testing.TB, dir string) []byte {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "paddock-lab-ca"},
@@ -227,7 +227,7 @@ func writePKI(t *testing.T, dir string) []byte {
 
 // tempDir is a fresh directory searchable by every uid (paddockd refuses a
 // state dir under t.TempDir's 0700 parent), removed after the test.
-func tempDir(t *testing.T) string {
+func tempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "paddock-k8s-")
 	must(t, err)
@@ -236,7 +236,7 @@ func tempDir(t *testing.T) string {
 	return dir
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,17 +25,30 @@ func TestScaleOut(t *testing.T) {
 	defer cancel()
 	alice := l.client(0, 0)
 
-	const n = 9
-	ids := make([]string, 0, n)
+	const n, workers = 30, 5
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				sb, err := alice.Create(ctx, &api.CreateSandboxRequest{Metadata: map[string]string{"i": fmt.Sprint(i)}})
+				if errs[i] = err; err == nil {
+					ids[i] = sb.ID
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	perNode := map[string][]string{}
-	for i := range n {
-		sb, err := alice.Create(ctx, &api.CreateSandboxRequest{Metadata: map[string]string{"i": fmt.Sprint(i)}})
-		if err != nil {
-			t.Fatalf("create %d: %v", i, err)
+	for i, id := range ids {
+		if errs[i] != nil {
+			t.Fatalf("create %d: %v", i, errs[i])
 		}
-		ids = append(ids, sb.ID)
-		node := l.nodeOf(ctx, sb.ID)
-		perNode[node] = append(perNode[node], sb.ID)
+		node := l.nodeOf(ctx, id)
+		perNode[node] = append(perNode[node], id)
 	}
 	t.Logf("placement: %v", counts(perNode))
 	if len(perNode) != 3 {

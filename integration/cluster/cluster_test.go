@@ -43,6 +43,8 @@ type lab struct {
 	gwURLs   []string
 	keys     []string // alice, bob
 	nodeArgs []string // extra paddockd flags of every node
+	// nodeKC and gwKC are the kubeconfigs nodes and gateways run with.
+	nodeKC, gwKC string
 }
 
 type node struct {
@@ -70,12 +72,7 @@ func requireLab(t testing.TB) {
 // startLab starts the control plane, the given numbers of nodes (with
 // nodeArgs added to their flags) and gateways, and two keys.
 func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
-	requireLab(t)
-	l := &lab{t: t, cp: startControlPlane(t, *k8sBin), nodeArgs: nodeArgs}
-	var err error
-	if l.kc, err = kube.Load(l.cp.kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	l := newLab(t, nodeArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cluster.Install(ctx, l.kc, ns); err != nil {
@@ -88,22 +85,44 @@ func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
 		}
 		l.keys = append(l.keys, secret)
 	}
+	l.addNodes(nodes)
+	l.addGateways(gateways)
+	return l
+}
+
+// newLab starts the control plane only; nodes and gateways use the admin
+// kubeconfig unless nodeKC / gwKC are set before they start.
+func newLab(t testing.TB, nodeArgs ...string) *lab {
+	requireLab(t)
+	l := &lab{t: t, cp: startControlPlane(t, *k8sBin), nodeArgs: nodeArgs}
+	l.nodeKC, l.gwKC = l.cp.kubeconfig, l.cp.kubeconfig
+	var err error
+	if l.kc, err = kube.Load(l.cp.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(l.cleanup)
-	for i := range nodes {
-		dir := tempDir(t)
-		n := &node{name: fmt.Sprintf("node%d", i+1), stateDir: dir, listen: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-		l.nodes = append(l.nodes, n)
+	return l
+}
+
+func (l *lab) addNodes(n int) {
+	for range n {
+		i := len(l.nodes)
+		nd := &node{name: fmt.Sprintf("node%d", i+1), stateDir: tempDir(l.t), listen: fmt.Sprintf("127.0.0.1:%d", freePort(l.t))}
+		l.nodes = append(l.nodes, nd)
 		l.startNode(i)
 	}
-	for i := range gateways {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		l.gateways = append(l.gateways, startProc(t, l.cp.dir, fmt.Sprintf("gateway%d", i+1),
-			filepath.Join(*paddockBin, "paddock-gateway"), "serve", "--kubeconfig", l.cp.kubeconfig,
-			"--namespace", ns, "--listen", addr, "--cache-for", "500ms"))
+}
+
+func (l *lab) addGateways(n int) {
+	for range n {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
+		g := startProc(l.t, l.cp.dir, fmt.Sprintf("gateway%d", len(l.gateways)+1),
+			filepath.Join(*paddockBin, "paddock-gateway"), "serve", "--kubeconfig", l.gwKC,
+			"--namespace", ns, "--listen", addr, "--cache-for", "500ms")
+		l.gateways = append(l.gateways, g)
 		l.gwURLs = append(l.gwURLs, "http://"+addr)
-		waitHealthy(t, "http://"+addr, l.gateways[i])
+		waitHealthy(l.t, "http://"+addr, g)
 	}
-	return l
 }
 
 // startNode starts (or restarts, on the same state dir) node i.
@@ -113,7 +132,7 @@ func (l *lab) startNode(i int) {
 	must(l.t, os.WriteFile(cfg, []byte(`{"network": {"disabled": true}}`), 0o600))
 	args := append([]string{"serve", "--state-dir", n.stateDir, "--listen", n.listen, "--config", cfg,
 		"--uid-base", fmt.Sprint(1<<20 + (i+1)*64*65536), "--max-sandboxes", "16", "--max-sandboxes-per-key", "-1",
-		"--kubeconfig", l.cp.kubeconfig, "--cluster-namespace", ns, "--node-name", n.name,
+		"--kubeconfig", l.nodeKC, "--cluster-namespace", ns, "--node-name", n.name,
 		"--lease-seconds", fmt.Sprint(leaseSeconds)}, l.nodeArgs...)
 	n.p = startProc(l.t, l.cp.dir, n.name+fmt.Sprintf("-%d", time.Now().UnixNano()%1000), filepath.Join(*paddockBin, "paddockd"), args...)
 	waitHealthy(l.t, "http://"+n.listen, n.p)

@@ -138,7 +138,7 @@ func startControlPlane(t testing.TB, bin string) *controlPlane {
 		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-cluster-ip-range", "10.96.0.0/16",
-		"--endpoint-reconciler-type", "none",
+		"--allow-privileged=true", "--endpoint-reconciler-type", "none",
 		"--enable-priority-and-fairness=false", "--profiling=false"))
 	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")

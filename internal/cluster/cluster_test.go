@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 )
@@ -89,5 +91,17 @@ func TestPlace(t *testing.T) {
 	}
 	if got := names(""); got[0] != "c" {
 		t.Fatalf("after 3 creates on b, order = %v, want c first", got)
+	}
+}
+
+// TestCRDInStep: the CRD the code installs is the one deploy/kubernetes
+// applies.
+func TestCRDInStep(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/kubernetes/crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, CRD) {
+		t.Fatal("deploy/kubernetes/crd.yaml differs from internal/cluster/crd.yaml: copy it over")
 	}
 }

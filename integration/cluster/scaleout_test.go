@@ -97,6 +97,26 @@ func TestScaleOut(t *testing.T) {
 		resp.Body.Close()
 	})
 
+	t.Run("secrets reach every node", func(t *testing.T) {
+		if _, err := alice.CreateSecret(ctx, api.CreateSecretRequest{Name: "TOKEN", Value: "s3cret", Hosts: []string{"example.com"}}); err != nil {
+			t.Fatalf("create secret through the gateway: %v", err)
+		}
+		for _, nd := range l.nodes {
+			got, err := client.New("http://"+nd.listen, l.keys[0]).Secrets(ctx)
+			if err != nil || len(got) != 1 || got[0].Name != "TOKEN" {
+				t.Fatalf("secrets on %s: %+v %v", nd.name, got, err)
+			}
+		}
+		if err := l.client(1, 0).DeleteSecret(ctx, "TOKEN"); err != nil {
+			t.Fatalf("delete secret through the gateway: %v", err)
+		}
+		for _, nd := range l.nodes {
+			if got, err := client.New("http://"+nd.listen, l.keys[0]).Secrets(ctx); err != nil || len(got) != 0 {
+				t.Fatalf("secrets on %s after delete: %+v %v", nd.name, got, err)
+			}
+		}
+	})
+
 	t.Run("one gateway down, the other serves", func(t *testing.T) {
 		l.gateways[0].stop(syscall.SIGKILL)
 		for _, id := range ids {

@@ -83,8 +83,11 @@ func TestPlace(t *testing.T) {
 	if got := names(""); len(got) != 3 || got[0] != "b" || got[1] != "c" || got[2] != "a" {
 		t.Fatalf("order = %v, want [b c a]", got)
 	}
-	if got := names("python"); len(got) != 2 || got[0] != "b" {
-		t.Fatalf("template python (not on c) = %v, want [b a]", got)
+	if got := names("base"); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("template base (listed by c only) = %v, want [c]", got)
+	}
+	if got := names("python"); len(got) != 3 {
+		t.Fatalf("template python (listed by none) = %v, want every node with room", got)
 	}
 	for range 3 {
 		c.placed("b")

@@ -80,6 +80,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case isSandbox && strings.HasPrefix(rest, "/") && len(rest) > 1:
 		id, _, _ := strings.Cut(rest[1:], "/")
 		g.toOwner(w, r, owner, id)
+	case (r.URL.Path == "/v1/secrets" && r.Method == http.MethodPost) ||
+		(strings.HasPrefix(r.URL.Path, "/v1/secrets/") && r.Method == http.MethodDelete):
+		g.broadcast(w, r)
+	case r.URL.Path == "/v1/mcp":
+		g.toStickyNode(w, r, owner)
 	default:
 		g.toAnyNode(w, r)
 	}

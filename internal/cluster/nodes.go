@@ -97,7 +97,7 @@ func (c *nodeCache) node(ctx context.Context, name string) (*nodeInfo, error) {
 }
 
 // place orders the live nodes with room for a create of template (""
-// = any) from least to most loaded (live + pending over capacity), ties
+// = any; only nodes listing it when some do) from least to most loaded (live + pending over capacity), ties
 // in random order.
 func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, error) {
 	nodes, err := c.get(ctx)
@@ -106,15 +106,21 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*nodeInfo
+	var out, withTemplate []*nodeInfo
 	for _, n := range nodes {
 		if n.lost || n.live+len(c.pending[n.name]) >= n.capacity {
 			continue
 		}
-		if template != "" && len(n.templates) > 0 && !contains(n.templates, template) {
-			continue
-		}
 		out = append(out, n)
+		if template != "" && contains(n.templates, template) {
+			withTemplate = append(withTemplate, n)
+		}
+	}
+	// Nodes that list the template first; a template no node lists (one
+	// imported or built through the API, or unknown) may be on any: the
+	// node answers.
+	if len(withTemplate) > 0 {
+		out = withTemplate
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	load := func(n *nodeInfo) float64 { return float64(n.live+len(c.pending[n.name])) / float64(max(n.capacity, 1)) }

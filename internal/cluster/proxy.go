@@ -137,11 +137,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 			}
 		}
 	}
-	if ct := hdr.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
-	}
-	w.WriteHeader(st)
-	w.Write(ans)
+	copyAnswer(w, st, hdr, ans)
 }
 
 // list merges GET /v1/sandboxes from every live node. Each node orders its

@@ -166,6 +166,15 @@ func (l *lab) nodeOf(ctx context.Context, id string) string {
 	return sb.Spec.Node
 }
 
+// statusOf is the state the owning node wrote into the Sandbox resource.
+func (l *lab) statusOf(ctx context.Context, id string) string {
+	var sb cluster.Sandbox
+	if err := l.kc.Get(ctx, "/apis/paddock.dev/v1alpha1/namespaces/"+ns+"/sandboxes/"+id, &sb); err != nil || sb.Status == nil {
+		return ""
+	}
+	return sb.Status.State
+}
+
 // cleanup deletes every sandbox on every live node directly, then stops
 // the nodes and gateways (the control plane's own cleanup runs after).
 func (l *lab) cleanup() {

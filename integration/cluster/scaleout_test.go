@@ -117,6 +117,32 @@ func TestScaleOut(t *testing.T) {
 		}
 	})
 
+	t.Run("leases end on every node and the records follow", func(t *testing.T) {
+		var short []string
+		for range 3 {
+			sb, err := alice.Create(ctx, &api.CreateSandboxRequest{TimeoutSeconds: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			short = append(short, sb.ID)
+		}
+		for _, id := range short {
+			var state string
+			for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(250 * time.Millisecond) {
+				sb, err := l.client(1, 0).Get(ctx, id)
+				if err != nil {
+					t.Fatalf("get %s: %v", id, err)
+				}
+				if state = sb.State; state == "terminated" && l.statusOf(ctx, id) == "terminated" {
+					break
+				}
+			}
+			if state != "terminated" || l.statusOf(ctx, id) != "terminated" {
+				t.Fatalf("%s on %s after its 2 s lease: api %q, resource status %q", id, l.nodeOf(ctx, id), state, l.statusOf(ctx, id))
+			}
+		}
+	})
+
 	t.Run("one gateway down, the other serves", func(t *testing.T) {
 		l.gateways[0].stop(syscall.SIGKILL)
 		for _, id := range ids {

@@ -100,16 +100,18 @@ func syncKeys(ctx context.Context, kc *kube.Client, ns, dir string) error {
 	return nil
 }
 
-// keyCache is the gateway's view of the API keys, re-read at most every
-// refresh (and at once, rate-limited, on an unknown key).
+// keyCache is the gateway's view of the API keys, re-read when older than
+// refresh (and, at most once a second, on an unknown key). One request
+// re-reads; the others use the last view meanwhile.
 type keyCache struct {
 	kc      *kube.Client
 	ns      string
 	refresh time.Duration
 
-	mu     sync.Mutex
-	byHash map[string]store.KeyRecord
-	at     time.Time
+	mu      sync.Mutex
+	byHash  map[string]store.KeyRecord
+	at      time.Time
+	loading bool
 }
 
 // lookup returns the owner (key id) of secret.
@@ -120,24 +122,42 @@ func (c *keyCache) lookup(ctx context.Context, secret string) (string, bool) {
 	sum := sha256.Sum256([]byte(secret))
 	h := hex.EncodeToString(sum[:])
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	stale := time.Since(c.at) > c.refresh
-	if r, ok := c.byHash[h]; ok && !stale {
-		return r.ID, true
-	}
-	if c.byHash == nil || stale || time.Since(c.at) > time.Second {
-		recs, err := listKeys(ctx, c.kc, c.ns)
-		if err == nil {
-			c.byHash = make(map[string]store.KeyRecord, len(recs))
-			for _, r := range recs {
-				c.byHash[r.SHA256] = r
-			}
-			c.at = time.Now()
-		}
-	}
 	r, ok := c.byHash[h]
+	age := time.Since(c.at)
+	reload := !c.loading && (c.byHash == nil || age > c.refresh || (!ok && age > time.Second))
+	wait := c.byHash == nil // nothing to serve from yet
+	if reload {
+		c.loading = true
+	}
+	c.mu.Unlock()
+	if reload && (wait || !ok) {
+		c.load(ctx)
+	} else if reload {
+		go c.load(context.WithoutCancel(ctx))
+	}
+	c.mu.Lock()
+	r, ok = c.byHash[h]
+	c.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare([]byte(r.SHA256), []byte(h)) != 1 {
 		return "", false
 	}
 	return r.ID, true
+}
+
+// load re-reads the key Secrets; on an error the last view stays.
+func (c *keyCache) load(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	recs, err := listKeys(ctx, c.kc, c.ns)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loading = false
+	if err != nil {
+		return
+	}
+	c.byHash = make(map[string]store.KeyRecord, len(recs))
+	for _, r := range recs {
+		c.byHash[r.SHA256] = r
+	}
+	c.at = time.Now()
 }

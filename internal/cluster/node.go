@@ -155,13 +155,16 @@ func (n *Node) renew(ctx context.Context) error {
 // sandboxes the node no longer has deleted. Idle pool sandboxes (no owner)
 // are not mirrored.
 func (n *Node) mirror(ctx context.Context) error {
-	recs, err := n.cfg.Records()
-	if err != nil {
-		return err
-	}
+	// Resources first, records second: a resource the gateway wrote for a
+	// create this node answered is then always matched by its record, never
+	// deleted as stale.
 	p := sandboxesPath(n.cfg.Namespace)
 	var l SandboxList
 	if err := n.cfg.Kube.Get(ctx, p+selector(labelNode, n.cfg.Name), &l); err != nil {
+		return err
+	}
+	recs, err := n.cfg.Records()
+	if err != nil {
 		return err
 	}
 	have := make(map[string]*Sandbox, len(l.Items))

@@ -110,13 +110,14 @@ func serve(args []string) error {
 	c := commonFlags(fs)
 	listen := fs.String("listen", "127.0.0.1:7420", "address to serve the API on")
 	cacheFor := fs.Duration("cache-for", time.Second, "how long node Leases and API keys read from the cluster are reused")
+	portsDomain := fs.String("ports-domain", "", "the nodes' --ports-domain: route <port>-<sandbox id>.DOMAIN hosts to the sandbox's node")
 	parse(fs, args)
 	kc, ns, err := c.client()
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	gw, err := cluster.NewGateway(cluster.GatewayConfig{Kube: kc, Namespace: ns, Version: version, CacheFor: *cacheFor, Log: log})
+	gw, err := cluster.NewGateway(cluster.GatewayConfig{Kube: kc, Namespace: ns, Version: version, CacheFor: *cacheFor, PortsDomain: *portsDomain, Log: log})
 	if err != nil {
 		return err
 	}

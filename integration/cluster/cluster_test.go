@@ -107,7 +107,10 @@ func newLab(t testing.TB, nodeArgs ...string) *lab {
 func (l *lab) addNodes(n int) {
 	for range n {
 		i := len(l.nodes)
-		nd := &node{name: fmt.Sprintf("node%d", i+1), stateDir: tempDir(l.t), listen: fmt.Sprintf("127.0.0.1:%d", freePort(l.t))}
+		dir, err := os.MkdirTemp("", "paddock-k8s-node-")
+		must(l.t, err)
+		os.Chmod(dir, 0o755) // removed by cleanup once the node is stopped, not by t.Cleanup
+		nd := &node{name: fmt.Sprintf("node%d", i+1), stateDir: dir, listen: fmt.Sprintf("127.0.0.1:%d", freePort(l.t))}
 		l.nodes = append(l.nodes, nd)
 		l.startNode(i)
 	}
@@ -180,9 +183,12 @@ func (l *lab) statusOf(ctx context.Context, id string) string {
 func (l *lab) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, n := range l.nodes {
-		if n.p == nil || !n.p.alive() {
+	for i, n := range l.nodes {
+		if n.p == nil {
 			continue
+		}
+		if !n.p.alive() { // killed by the test: restart it so its sandboxes go too
+			l.startNode(i)
 		}
 		for _, key := range l.keys {
 			c := client.New("http://"+n.listen, key)
@@ -203,6 +209,10 @@ func (l *lab) cleanup() {
 			if l.t.Failed() {
 				l.t.Logf("--- %s log (tail) ---\n%s", n.name, n.p.tail(3000))
 			}
+		}
+		// only now: the node deleted its sandboxes (their mounts live in it)
+		if err := os.RemoveAll(n.stateDir); err != nil {
+			l.t.Errorf("node %s state: %v", n.name, err)
 		}
 	}
 }

@@ -97,6 +97,8 @@ func TestScaleOut(t *testing.T) {
 		resp.Body.Close()
 	})
 
+	t.Run("ports through the gateways", func(t *testing.T) { checkPorts(t, l, ctx, ids[1]) })
+
 	t.Run("secrets reach every node", func(t *testing.T) {
 		if _, err := alice.CreateSecret(ctx, api.CreateSecretRequest{Name: "TOKEN", Value: "s3cret", Hosts: []string{"example.com"}}); err != nil {
 			t.Fatalf("create secret through the gateway: %v", err)

@@ -108,3 +108,27 @@ func TestCRDInStep(t *testing.T) {
 		t.Fatal("deploy/kubernetes/crd.yaml differs from internal/cluster/crd.yaml: copy it over")
 	}
 }
+
+func TestPortRouting(t *testing.T) {
+	for _, tt := range []struct {
+		host, domain, path string
+		wantHost, wantPath string
+	}{
+		{"8000-sbabc.ports.example:7420", "ports.example:7420", "", "sbabc", ""},
+		{"8000-sbabc.PORTS.example", "ports.example", "", "sbabc", ""},
+		{"8000-sbabc.ports.example", "", "", "", ""},
+		{"x.8000-sbabc.ports.example", "ports.example", "", "", ""},
+		{"99999-sbabc.ports.example", "ports.example", "", "", ""},
+		{"8000-sb_x.ports.example", "ports.example", "", "", ""},
+		{"", "", "/v1/sandboxes/sbabc/ports/8000/x", "", "sbabc"},
+		{"", "", "/v1/sandboxes/sbabc/ports", "", ""},
+		{"", "", "/v1/sandboxes/sbabc/exec", "", ""},
+		{"", "", "/v1/sandboxes/../ports/8000/", "", ""},
+	} {
+		id, _ := parsePortHost(tt.host, tt.domain)
+		pid, _ := portPath(tt.path)
+		if id != tt.wantHost || pid != tt.wantPath {
+			t.Errorf("%q %q %q: host id %q path id %q, want %q %q", tt.host, tt.domain, tt.path, id, pid, tt.wantHost, tt.wantPath)
+		}
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,10 @@ type GatewayConfig struct {
 	// CacheFor is how long the gateway serves node Leases and API keys it
 	// read before reading them again (default 1s).
 	CacheFor time.Duration
+	// PortsDomain is the nodes' --ports-domain: requests for
+	// <port>-<id>.<PortsDomain> go to the sandbox's node, which checks the
+	// signed port token or key. Empty: only the path form is served.
+	PortsDomain string
 	Log      *slog.Logger
 }
 
@@ -65,6 +71,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.toAnyNode(w, r)
 		return
 	}
+	// Ports authenticate at the node (a key, or a signed port URL whose key
+	// only that node holds): route by the sandbox id alone.
+	if id, ok := parsePortHost(r.Host, g.cfg.PortsDomain); ok {
+		g.toOwner(w, r, "", id)
+		return
+	}
+	if id, ok := portPath(r.URL.Path); ok && r.Header.Get("Authorization") == "" {
+		g.toOwner(w, r, "", id)
+		return
+	}
 	owner, ok := g.auth(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
@@ -99,7 +115,8 @@ func (g *Gateway) auth(r *http.Request) (string, bool) {
 }
 
 // toOwner proxies a call on sandbox id to its node, after checking in the
-// Sandbox resource that it exists for this key and its node is live.
+// Sandbox resource that it exists for this key (any key when owner is "":
+// the node authenticates those) and its node is live.
 func (g *Gateway) toOwner(w http.ResponseWriter, r *http.Request, owner, id string) {
 	if !validID(id) {
 		writeErr(w, api.CodeNotFound, "sandbox not found")
@@ -132,7 +149,7 @@ func (g *Gateway) route(ctx context.Context, owner, id string) (*nodeInfo, error
 		}
 		return nil, err
 	}
-	if sb.Spec.OwnerHash != OwnerHash(owner) {
+	if owner != "" && sb.Spec.OwnerHash != OwnerHash(owner) {
 		return nil, errNotFound
 	}
 	n, err := g.nodes.node(ctx, sb.Spec.Node)
@@ -181,4 +198,42 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeErr(w http.ResponseWriter, code, msg string) {
 	writeJSON(w, api.StatusOf(code), api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})
+}
+
+// portPath returns the id of a path-form port request,
+// /v1/sandboxes/{id}/ports/{port}/...
+func portPath(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/v1/sandboxes/")
+	if !ok {
+		return "", false
+	}
+	id, rest, _ := strings.Cut(rest, "/")
+	if !strings.HasPrefix(rest, "ports/") || len(rest) <= len("ports/") || !validID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// parsePortHost reads the sandbox id off a "<port>-<id>.<domain>" Host
+// (the nodes' own-origin form; they check the rest).
+func parsePortHost(host, domain string) (string, bool) {
+	if domain == "" {
+		return "", false
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if dh, _, err := net.SplitHostPort(domain); err == nil {
+		domain = dh
+	}
+	label, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(domain))
+	if !ok || strings.Contains(label, ".") {
+		return "", false
+	}
+	ps, id, ok := strings.Cut(label, "-")
+	port, err := strconv.Atoi(ps)
+	if !ok || err != nil || port < 1 || port > 65535 || !validID(id) {
+		return "", false
+	}
+	return id, true
 }

@@ -102,7 +102,9 @@ func syncKeys(ctx context.Context, kc *kube.Client, ns, dir string) error {
 
 // keyCache is the gateway's view of the API keys, re-read when older than
 // refresh (and, at most once a second, on an unknown key). One request
-// re-reads; the others use the last view meanwhile.
+// re-reads at a time: a request whose key is in the view goes on with it
+// (the re-read runs in the background), one whose key is not waits for the
+// re-read in flight.
 type keyCache struct {
 	kc      *kube.Client
 	ns      string
@@ -111,7 +113,7 @@ type keyCache struct {
 	mu      sync.Mutex
 	byHash  map[string]store.KeyRecord
 	at      time.Time
-	loading bool
+	loading chan struct{} // closed when the re-read in flight ends; nil if none
 }
 
 // lookup returns the owner (key id) of secret.
@@ -122,21 +124,26 @@ func (c *keyCache) lookup(ctx context.Context, secret string) (string, bool) {
 	sum := sha256.Sum256([]byte(secret))
 	h := hex.EncodeToString(sum[:])
 	c.mu.Lock()
-	r, ok := c.byHash[h]
+	_, ok := c.byHash[h]
 	age := time.Since(c.at)
-	reload := !c.loading && (c.byHash == nil || age > c.refresh || (!ok && age > time.Second))
-	wait := c.byHash == nil // nothing to serve from yet
-	if reload {
-		c.loading = true
+	var wait chan struct{}
+	if c.loading == nil && (c.byHash == nil || age > c.refresh || (!ok && age > time.Second)) {
+		c.loading = make(chan struct{})
+		go c.load(context.WithoutCancel(ctx), c.loading)
+	}
+	if !ok {
+		wait = c.loading
 	}
 	c.mu.Unlock()
-	if reload && (wait || !ok) {
-		c.load(ctx)
-	} else if reload {
-		go c.load(context.WithoutCancel(ctx))
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return "", false
+		}
 	}
 	c.mu.Lock()
-	r, ok = c.byHash[h]
+	r, ok := c.byHash[h]
 	c.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare([]byte(r.SHA256), []byte(h)) != 1 {
 		return "", false
@@ -144,14 +151,16 @@ func (c *keyCache) lookup(ctx context.Context, secret string) (string, bool) {
 	return r.ID, true
 }
 
-// load re-reads the key Secrets; on an error the last view stays.
-func (c *keyCache) load(ctx context.Context) {
+// load re-reads the key Secrets and then closes done; on an error the last
+// view stays.
+func (c *keyCache) load(ctx context.Context, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	recs, err := listKeys(ctx, c.kc, c.ns)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.loading = false
+	defer close(done)
+	c.loading = nil
 	if err != nil {
 		return
 	}

@@ -43,7 +43,9 @@ func newProxy(log *slog.Logger) *proxy {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			n := pr.In.Context().Value(ctxNode{}).(*nodeInfo)
 			pr.SetURL(n.url)
-			pr.Out.Host = n.url.Host
+			// The node sees the client's Host: port URLs it builds name the
+			// gateway, and own-origin hosts keep their sandbox id.
+			pr.Out.Host = pr.In.Host
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			n := r.Context().Value(ctxNode{}).(*nodeInfo)

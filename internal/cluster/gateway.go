@@ -28,7 +28,7 @@ type GatewayConfig struct {
 	// <port>-<id>.<PortsDomain> go to the sandbox's node, which checks the
 	// signed port token or key. Empty: only the path form is served.
 	PortsDomain string
-	Log      *slog.Logger
+	Log         *slog.Logger
 }
 
 // Gateway serves the Paddock REST API for a cluster: it authenticates the

@@ -167,7 +167,7 @@ cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu,cpuacct/cpu.cfs
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
-	if len(lines) != 4 || lines[0] != "hello from env/C" || lines[1] != strconv.Itoa(256<<20) || lines[2] != "164" /* 100 + the agent reserve */ ||
+	if len(lines) != 4 || lines[0] != "hello from env/C" || lines[1] != strconv.Itoa(256<<20) || lines[2] != "964" /* 100 × (1 + 8 shim threads) + the agent reserve of 64 (container.pidsMax) */ ||
 		!strings.HasPrefix(lines[3], "50000") {
 		t.Fatalf("env and limits in the sandbox: %q (stderr %q)", res.Stdout, res.Stderr)
 	}

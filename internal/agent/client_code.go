@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,14 +68,8 @@ type CodeEvents struct {
 // Next returns the next event, io.EOF at the end of the stream.
 func (e *CodeEvents) Next() (api.CodeEvent, error) {
 	var ev api.CodeEvent
-	if err := e.dec.Decode(&ev); err != nil {
-		switch {
-		case e.lr.N <= 0:
-			return ev, ErrStreamTooLarge
-		case errors.Is(err, io.EOF):
-			return ev, io.EOF
-		}
-		return ev, fmt.Errorf("%w: agent code stream: %v", sandbox.ErrUnavailable, err)
+	if err := decodeEvent(e.dec, e.lr, "agent code stream", &ev); err != nil {
+		return ev, err
 	}
 	switch ev.Type {
 	case api.CodeEventStdout, api.CodeEventStderr, api.CodeEventResult, api.CodeEventError, api.CodeEventEnd:

@@ -82,17 +82,26 @@ func newEvents(a *answer, limit int64) *Events {
 // ErrStreamTooLarge ends a stream whose events passed their bound.
 var ErrStreamTooLarge = fmt.Errorf("%w: agent stream larger than its bound", sandbox.ErrUnavailable)
 
+// decodeEvent reads one event of a bounded agent stream into v: io.EOF at
+// its end, ErrStreamTooLarge past its bound, else unavailable naming what.
+func decodeEvent(dec *json.Decoder, lr *io.LimitedReader, what string, v any) error {
+	err := dec.Decode(v)
+	switch {
+	case err == nil:
+		return nil
+	case lr.N <= 0:
+		return ErrStreamTooLarge
+	case errors.Is(err, io.EOF):
+		return io.EOF
+	}
+	return fmt.Errorf("%w: %s: %v", sandbox.ErrUnavailable, what, err)
+}
+
 // Next returns the next event, io.EOF at the end of the stream.
 func (e *Events) Next() (api.Event, error) {
 	var ev api.Event
-	if err := e.dec.Decode(&ev); err != nil {
-		switch {
-		case e.lr.N <= 0:
-			return ev, ErrStreamTooLarge
-		case errors.Is(err, io.EOF):
-			return ev, io.EOF
-		}
-		return ev, fmt.Errorf("%w: agent stream: %v", sandbox.ErrUnavailable, err)
+	if err := decodeEvent(e.dec, e.lr, "agent stream", &ev); err != nil {
+		return ev, err
 	}
 	switch ev.Type {
 	case api.EventStart, api.EventStdout, api.EventStderr, api.EventExit, api.EventError:

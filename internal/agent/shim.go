@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -104,6 +105,7 @@ func RunShim(args []string) int {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
+	spareThreads(4)
 	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
 		Env:   shimCommandEnv(),
 		Files: []uintptr{0, 1, 2},
@@ -275,4 +277,23 @@ func readStat(pid int) (ppid int, state byte, ok bool) {
 		return 0, 0, false
 	}
 	return ppid, f[0][0], true
+}
+
+// spareThreads makes the runtime start n more OS threads now, while the
+// command cannot yet have taken every pid, and leaves them idle: when the
+// signal goroutine later blocks in a syscall the runtime hands its P to an
+// idle thread instead of making one, which a fork bomb at the sandbox's
+// limit would refuse ("fatal error: newosproc", the shim dead and the
+// command killed). Each goroutine blocks in a real syscall, so that the
+// runtime has to give the P to another thread meanwhile.
+func spareThreads(n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = unix.Nanosleep(&unix.Timespec{Nsec: 3_000_000}, nil)
+		}()
+	}
+	wg.Wait()
 }

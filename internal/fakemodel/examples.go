@@ -52,6 +52,8 @@ func Examples() Script {
 
 func examplesTurn(st State) Turn {
 	switch {
+	case slices.Contains(st.Tools, tooluse.RunCode):
+		return chartTurn(st)
 	case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunCommand):
 		return sieveTurn(st)
 	case st.API == Anthropic && slices.Contains(st.Tools, tooluse.RunPython):

@@ -34,7 +34,11 @@ func (r *ociRuntime) base(bundle string) []string {
 	args := []string{"--root", r.root}
 	if r.gvisor() {
 		// The agent binds its socket in a host directory (gvisorSocket).
-		args = append(args, "--host-uds=create")
+		// --overlay2=none: writes go to the sandbox's own overlay on its
+		// disk image, as under runc (runsc's default keeps the upper layer
+		// in a filestore of its own, so disk_mib, snapshots and stop/start
+		// would not see the files).
+		args = append(args, "--host-uds=create", "--overlay2=none")
 	}
 	if bundle != "" {
 		args = append(args, "--log", filepath.Join(bundle, "runtime.log"), "--log-format", "json")

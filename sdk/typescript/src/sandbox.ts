@@ -310,6 +310,7 @@ export class Sandbox implements AsyncDisposable {
     return (this.#info = await this.#post("start", undefined, opts));
   }
 
+  /**
    * Replaces the sandbox's egress policy, for example `{ mode: "off" }`.
    * Any mode change works: from `off` the sandbox gets its interface, to
    * `off` every connection is cut.

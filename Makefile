@@ -24,8 +24,13 @@ build:
 ## the k8s-lab, built once into a cache keyed by version): 3 paddockd nodes, 2 gateways (as root)
 K8S_VERSION ?= v1.37.2
 K8S_BIN ?= /var/cache/paddock/k8s-$(K8S_VERSION)/bin
+## the unchanged Go SDK suite through a gateway (TestSDKSuiteThroughGateway); then fails if any
+## process of the lab survived (scripts/k8s-leftovers.sh)
 k8s-test: build k8s-bin
-	$(GO) test -count=1 -timeout 10m ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN)
+	scripts/cgroup-setup.sh
+	$(GO) test -c -o $(BIN)/integration.test ./integration/
+	$(GO) test -count=1 -timeout 15m ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN) \
+		-integration.test=$(CURDIR)/$(BIN)/integration.test; rc=$$?; scripts/k8s-leftovers.sh $(K8S_BIN) || rc=1; exit $$rc
 
 ## k8s-bench: create -> first result through a gateway vs directly on a node, and creates/s over 3 nodes (as root)
 k8s-bench: build k8s-bin
@@ -39,8 +44,8 @@ k8s-bin:
 deps:
 	scripts/deps.sh
 
-## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the SDK suites and the unmodified E2B SDKs
-test: deps build lint check-generated cross unit runsc-test integration sdk-python sdk-typescript e2b-compat
+## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the Kubernetes cluster tests (k8s-test; its binaries are built once into $(K8S_BIN)), the SDK suites and the unmodified E2B SDKs
+test: deps build lint check-generated cross unit runsc-test integration k8s-test sdk-python sdk-typescript e2b-compat
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/client"
+	"github.com/paddock-sandbox/paddock/internal/backend/container"
 	"github.com/paddock-sandbox/paddock/internal/cluster"
 	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
 )
@@ -210,11 +211,39 @@ func (l *lab) cleanup() {
 				l.t.Logf("--- %s log (tail) ---\n%s", n.name, n.p.tail(3000))
 			}
 		}
+		// a deleted sandbox's last processes may take a moment to be reaped
+		pids := cgroupProcs(container.DefaultCgroupParent(n.stateDir))
+		for start := time.Now(); len(pids) > 0 && time.Since(start) < 15*time.Second; time.Sleep(200 * time.Millisecond) {
+			pids = cgroupProcs(container.DefaultCgroupParent(n.stateDir))
+		}
+		if len(pids) > 0 {
+			l.t.Errorf("node %s stopped with processes left in its cgroup: %v", n.name, pids)
+		}
 		// only now: the node deleted its sandboxes (their mounts live in it)
 		if err := os.RemoveAll(n.stateDir); err != nil {
 			l.t.Errorf("node %s state: %v", n.name, err)
 		}
 	}
+}
+
+// cgroupProcs lists the processes in the cgroup named parent, or below it,
+// in any hierarchy: what a node left running.
+func cgroupProcs(parent string) []string {
+	var pids []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cgroup"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasSuffix(line, "/"+parent) || strings.Contains(line, "/"+parent+"/") {
+				pids = append(pids, d.Name())
+				break
+			}
+		}
+	}
+	return pids
 }
 
 func exec1(ctx context.Context, c *client.Client, id, cmd string) (string, error) {

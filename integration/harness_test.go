@@ -25,6 +25,11 @@ import (
 var (
 	binDir = flag.String("paddock.bin", "", "directory holding paddockd, paddock-agent, paddock and runc (default ../bin)")
 	long   = flag.Bool("paddock.long", false, "run long variants")
+	// remoteURL and remoteKeys point the tests at a running server (the
+	// cluster test runs the SDK suite through a gateway this way); only
+	// tests that use nothing but the API (url, keys, clients) can run so.
+	remoteURL  = flag.String("paddock.url", "", "run against this server instead of starting paddockd (API-only tests)")
+	remoteKeys = flag.String("paddock.keys", "", "with -paddock.url: the two API keys (alice,bob), comma-separated")
 )
 
 // shared is the daemon most tests share.
@@ -37,6 +42,9 @@ var skipReason string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if *remoteURL != "" {
+		os.Exit(runRemote(m))
+	}
 	explicitBin := *binDir != ""
 	if !explicitBin {
 		abs, _ := filepath.Abs("../bin")
@@ -189,9 +197,21 @@ func (d *daemon) kill9() {
 	d.cmd.Wait()
 }
 
-// shutdown stops the daemon with SIGTERM, deletes every sandbox it still
-// runs by restarting cleanup through the API, and removes the state.
-func (d *daemon) shutdown() {
+// runRemote runs the tests against -paddock.url with -paddock.keys.
+func runRemote(m *testing.M) int {
+	keys := strings.Split(*remoteKeys, ",")
+	if len(keys) != 2 {
+		fmt.Fprintln(os.Stderr, "-paddock.url needs -paddock.keys with two keys")
+		return 2
+	}
+	shared = &daemon{url: strings.TrimSuffix(*remoteURL, "/"), keys: keys}
+	code := m.Run()
+	shared.deleteAll()
+	return code
+}
+
+// deleteAll deletes every sandbox of d's keys.
+func (d *daemon) deleteAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i := range d.keys {
@@ -203,6 +223,12 @@ func (d *daemon) shutdown() {
 			c.Sandbox(sb.ID).Close()
 		}
 	}
+}
+
+// shutdown stops the daemon with SIGTERM, deletes every sandbox it still
+// runs by restarting cleanup through the API, and removes the state.
+func (d *daemon) shutdown() {
+	d.deleteAll()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	d.cmd.Wait()
 	// The daemon is gone for good: drop its packet-filter table too.

@@ -19,14 +19,21 @@ import (
 )
 
 const usage = `Usage:
-  paddock-agent serve [--listen-fd N | --listen PATH] [flags]
+  paddock-agent serve [--listen-fd N | --listen PATH | --listen-tcp ADDR] [flags]
   paddock-agent shim [--status-fd N] -- PATH ARGV0 [ARG...]
+  paddock-agent install DEST
 
 serve runs the agent's HTTP API on a unix socket: an inherited listening
 socket (--listen-fd) or one it creates at PATH (--listen). As PID 1 it also
-reaps every orphaned process of the sandbox.
+reaps every orphaned process of the sandbox. With --listen-tcp (the pod
+backend: the agent reached over the pod network) every connection must
+first send the per-sandbox token of $PADDOCK_AGENT_TOKEN (64 characters),
+which the agent removes from its environment before any command runs.
 
 shim is internal: the agent starts every command under it.
+
+install copies this binary to DEST (mode 0755): the pod backend's init
+container puts the agent into a volume of the sandbox container.
 
 Run "paddock-agent serve --help" for the serve flags.
 `
@@ -45,6 +52,8 @@ func run(args []string) int {
 		return serve(args[1:])
 	case "shim":
 		return agent.RunShim(args[1:])
+	case "install":
+		return install(args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 		return 0
@@ -58,6 +67,7 @@ func serve(args []string) int {
 	fs.SetOutput(io.Discard)
 	listenFD := fs.Int("listen-fd", -1, "serve on this inherited listening unix socket `fd`")
 	listen := fs.String("listen", "", "create a unix socket at `path` and serve on it")
+	listenTCP := fs.String("listen-tcp", "", "serve on TCP `addr` (host:port); connections must send $PADDOCK_AGENT_TOKEN first")
 	workdir := fs.String("workdir", agent.DefaultWorkdir, "default cwd and base of relative paths")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC of commands, below the sandbox's pids limit (0 = inherit)")
 	shim := fs.String("shim", "", "binary to run as the command shim (default: this binary via /proc/self/exe)")
@@ -84,6 +94,9 @@ func serve(args []string) int {
 
 	harden()
 	ln, err := listener(*listenFD, *listen)
+	if *listenTCP != "" {
+		ln, err = tcpListener(*listenFD, *listen, *listenTCP)
+	}
 	if err != nil {
 		log.Error("listen", "err", err)
 		return 1
@@ -143,6 +156,26 @@ func stopSignals(log *slog.Logger) (context.Context, context.CancelFunc) {
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
+// tcpListener listens on addr behind the token of $PADDOCK_AGENT_TOKEN,
+// which it unsets so that no command inherits it.
+func tcpListener(fd int, path, addr string) (net.Listener, error) {
+	if fd >= 0 || path != "" {
+		return nil, errors.New("set only one of --listen-fd, --listen and --listen-tcp")
+	}
+	token := os.Getenv("PADDOCK_AGENT_TOKEN")
+	os.Unsetenv("PADDOCK_AGENT_TOKEN")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	tl, err := agent.TokenListener(ln, token)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("$PADDOCK_AGENT_TOKEN: %w", err)
+	}
+	return tl, nil
+}
+
 // listener returns the inherited socket fd, or a new unix socket at path.
 func listener(fd int, path string) (net.Listener, error) {
 	switch {
@@ -171,4 +204,35 @@ func listener(fd int, path string) (net.Listener, error) {
 		return ln, nil
 	}
 	return nil, errors.New("one of --listen-fd and --listen is required")
+}
+
+// install copies the running binary to the one path in args.
+func install(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	src, err := os.Open("/proc/self/exe")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "paddock-agent install: %v\n", err)
+		return 1
+	}
+	defer src.Close()
+	tmp := args[0] + ".tmp"
+	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_EXCL, 0o755)
+	if err == nil {
+		_, err = io.Copy(dst, src)
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, args[0])
+	}
+	if err != nil {
+		os.Remove(tmp)
+		fmt.Fprintf(os.Stderr, "paddock-agent install: %v\n", err)
+		return 1
+	}
+	return 0
 }

@@ -73,6 +73,8 @@ type Config struct {
 	// MCPIdleTimeoutSeconds ends an idle /v1/mcp session, deleting its own
 	// sandbox (default 300).
 	MCPIdleTimeoutSeconds int64 `json:"mcp_idle_timeout_seconds,omitempty"`
+	// Cluster turns on cluster mode on Kubernetes (cluster.go).
+	Cluster ClusterConfig `json:"cluster,omitempty"`
 }
 
 func serve(args []string) error {
@@ -95,6 +97,7 @@ func serve(args []string) error {
 	registryAllow := fs.String("registry-allow", "", `comma-separated registries template imports may fetch from: host, host:port or CIDR (may be private), "*" = any registry whose addresses are all public (default "*")`)
 	limits := limitFlags(fs)
 	applyE2B := e2bFlags(fs)
+	applyCluster := clusterFlags(fs)
 	mcpIdle := fs.Duration("mcp-idle-timeout", server.DefaultMCPIdleTimeout, "end a /v1/mcp session after this long without a request, deleting its own sandbox (a sandbox it attached to is kept)")
 	aliases := aliasFlag{}
 	fs.Var(aliases, "template-alias", "make template `NAME=TARGET` an alias: creates with NAME get TARGET, a base or config template (repeatable; adds to the config's template_aliases)")
@@ -153,6 +156,7 @@ func serve(args []string) error {
 	}
 	limits(&cfg.Limits, set)
 	applyE2B(&cfg.E2B, set)
+	applyCluster(&cfg.Cluster, set)
 	retention.apply(&cfg.Retention, set)
 	cfg.TemplateAliases = aliases.into(cfg.TemplateAliases)
 	if set["mcp-idle-timeout"] || cfg.MCPIdleTimeoutSeconds == 0 {
@@ -259,7 +263,11 @@ func run(cfg Config) error {
 	}
 	mcfg.WarmPool = cfg.WarmPool
 	metrics := server.NewMetrics()
-	mcfg.Events = metrics.Event
+	cn, err := newClusterNode(cfg, st, b.Templates, log)
+	if err != nil {
+		return err
+	}
+	mcfg.Events = cn.events(metrics.Event)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if cfg.CgroupParent == "" {
@@ -276,6 +284,9 @@ func run(cfg Config) error {
 	templates := catalog.NewBuilder(cat, mgr, ac)
 	cat.Start(ctx)
 	if err := mgr.Recover(ctx); err != nil {
+		return err
+	}
+	if err := cn.start(ctx, log); err != nil {
 		return err
 	}
 	stopE2B, err := serveE2B(ctx, cfg, mgr, keys, portKey, log)

@@ -1,0 +1,70 @@
+package pod
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+)
+
+// podFor is the Pod of a sandbox: the init container copies the agent into
+// an emptyDir; the sandbox container runs the template image with the agent
+// as its PID 1 on the pod network behind token; Spec.Env reaches every
+// command through the container's environment; the workspace is an
+// emptyDir bounded by the disk size; no service account token, no service
+// links.
+func (b *Backend) podFor(spec sandbox.Spec, tpl Template, token string) pod {
+	no := false
+	grace := int64(1)
+	var env []envVar
+	for k, v := range spec.Env {
+		env = append(env, envVar{Name: k, Value: v})
+	}
+	slices.SortFunc(env, func(a, b envVar) int { return cmp.Compare(a.Name, b.Name) })
+	env = append(env, envVar{Name: tokenEnv, Value: token})
+	res := &resources{Limits: map[string]string{}, Requests: map[string]string{}}
+	if r := spec.Resources; r.VCPUs > 0 {
+		res.Limits["cpu"] = strconv.FormatFloat(r.VCPUs, 'f', -1, 64)
+		res.Requests["cpu"] = "10m"
+	}
+	if r := spec.Resources; r.MemoryMiB > 0 {
+		res.Limits["memory"] = fmt.Sprintf("%dMi", r.MemoryMiB)
+		res.Requests["memory"] = fmt.Sprintf("%dMi", min(r.MemoryMiB, 32))
+	}
+	workspace := volume{Name: "workspace", EmptyDir: &emptyDir{}}
+	if spec.Resources.DiskMiB > 0 {
+		workspace.EmptyDir.SizeLimit = fmt.Sprintf("%dMi", spec.Resources.DiskMiB)
+	}
+	return pod{
+		APIVersion: "v1", Kind: "Pod",
+		Metadata: objectMeta{Name: podName(spec.ID), Namespace: b.cfg.Namespace,
+			Labels: map[string]string{labelSandbox: spec.ID, "app.kubernetes.io/managed-by": "paddock"}},
+		Spec: podSpec{
+			RestartPolicy:                 "Never",
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			Hostname:                      "sandbox",
+			RuntimeClassName:              tpl.RuntimeClass,
+			TerminationGracePeriodSeconds: &grace,
+			InitContainers: []container{{
+				Name: "agent-install", Image: b.cfg.AgentImage, ImagePullPolicy: b.cfg.ImagePullPolicy,
+				Command:      []string{"/paddock-agent", "install", agentDir + "/paddock-agent"},
+				VolumeMounts: []volumeMount{{Name: "agent", MountPath: agentDir}},
+			}},
+			Containers: []container{{
+				Name: "sandbox", Image: tpl.Image, ImagePullPolicy: b.cfg.ImagePullPolicy,
+				Command: []string{agentDir + "/paddock-agent", "serve",
+					"--listen-tcp", ":" + strconv.Itoa(b.cfg.AgentPort), "--workdir", agent.DefaultWorkdir},
+				Env: env, WorkingDir: agent.DefaultWorkdir, Resources: res,
+				VolumeMounts: []volumeMount{
+					{Name: "agent", MountPath: agentDir, ReadOnly: true},
+					{Name: "workspace", MountPath: agent.DefaultWorkdir},
+				},
+			}},
+			Volumes: []volume{{Name: "agent", EmptyDir: &emptyDir{}}, workspace},
+		},
+	}
+}

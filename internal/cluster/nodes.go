@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
+)
+
+// nodeInfo is a node as the gateway sees it, from its Lease.
+type nodeInfo struct {
+	name      string
+	url       *url.URL
+	capacity  int
+	live      int
+	templates []string
+	lost      bool
+	renewedAt time.Time
+}
+
+// nodeCache is the gateway's view of the node Leases, re-read when older
+// than refresh. pending holds the times of creates this gateway placed that
+// the node's Lease does not count yet (placed after its last renewal), so a
+// burst of creates spreads before the nodes report them.
+type nodeCache struct {
+	kc      *kube.Client
+	ns      string
+	refresh time.Duration
+
+	mu      sync.Mutex
+	nodes   map[string]*nodeInfo
+	at      time.Time
+	pending map[string][]time.Time
+}
+
+func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes != nil && time.Since(c.at) < c.refresh {
+		return c.nodes, nil
+	}
+	var l LeaseList
+	if err := c.kc.Get(ctx, leasesPath(c.ns)+selector(labelKind, kindNode), &l); err != nil {
+		if c.nodes != nil {
+			return c.nodes, nil // serve the last view while the API server is away
+		}
+		return nil, err
+	}
+	now := time.Now()
+	nodes := make(map[string]*nodeInfo, len(l.Items))
+	for i := range l.Items {
+		ls := &l.Items[i]
+		u, err := url.Parse(ls.Metadata.Annotations[annURL])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			continue
+		}
+		capacity, _ := strconv.Atoi(ls.Metadata.Annotations[annCapacity])
+		live, _ := strconv.Atoi(ls.Metadata.Annotations[annLive])
+		var tmpl []string
+		if t := ls.Metadata.Annotations[annTemplates]; t != "" {
+			tmpl = strings.Split(t, ",")
+		}
+		name := ls.Spec.HolderIdentity
+		nodes[name] = &nodeInfo{name: name, url: u, capacity: capacity, live: live, templates: tmpl,
+			lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
+	}
+	if c.pending == nil {
+		c.pending = map[string][]time.Time{}
+	}
+	for name, ts := range c.pending {
+		n := nodes[name]
+		var keep []time.Time
+		for _, t := range ts {
+			if n != nil && t.After(n.renewedAt) {
+				keep = append(keep, t)
+			}
+		}
+		c.pending[name] = keep
+	}
+	c.nodes, c.at = nodes, now
+	return nodes, nil
+}
+
+// node returns the named node (nil if it has no Lease).
+func (c *nodeCache) node(ctx context.Context, name string) (*nodeInfo, error) {
+	nodes, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return nodes[name], nil
+}
+
+// place orders the live nodes with room for a create of template (""
+// = any; only nodes listing it when some do) from least to most loaded (live + pending over capacity), ties
+// in random order.
+func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, error) {
+	nodes, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out, withTemplate []*nodeInfo
+	for _, n := range nodes {
+		if n.lost || n.live+len(c.pending[n.name]) >= n.capacity {
+			continue
+		}
+		out = append(out, n)
+		if template != "" && contains(n.templates, template) {
+			withTemplate = append(withTemplate, n)
+		}
+	}
+	// Nodes that list the template first; a template no node lists (one
+	// imported or built through the API, or unknown) may be on any: the
+	// node answers.
+	if len(withTemplate) > 0 {
+		out = withTemplate
+	}
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	load := func(n *nodeInfo) float64 { return float64(n.live+len(c.pending[n.name])) / float64(max(n.capacity, 1)) }
+	// a stable insertion sort: few nodes, and it keeps the shuffled ties
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && load(out[j]) < load(out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
+}
+
+// placed records a create on node until the next Lease read.
+func (c *nodeCache) placed(node string) {
+	c.mu.Lock()
+	c.pending[node] = append(c.pending[node], time.Now())
+	c.mu.Unlock()
+}
+
+// live returns the nodes whose Lease is current.
+func (c *nodeCache) live(ctx context.Context) ([]*nodeInfo, error) {
+	nodes, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*nodeInfo
+	for _, n := range nodes {
+		if !n.lost {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no live paddock node (no current Lease in namespace %s)", c.ns)
+	}
+	return out, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
+)
+
+// maxNodeAnswer bounds a node's answer the gateway reads whole (create and
+// list); everything else streams through.
+const maxNodeAnswer = 8 << 20
+
+// proxy forwards requests to nodes. Streams (NDJSON, file bodies) are
+// flushed as they come; WebSocket upgrades pass through.
+type proxy struct {
+	log *slog.Logger
+	rp  *httputil.ReverseProxy
+	hc  *http.Client
+}
+
+type ctxNode struct{}
+
+func newProxy(log *slog.Logger) *proxy {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	p := &proxy{log: log, hc: &http.Client{Transport: tr}}
+	p.rp = &httputil.ReverseProxy{
+		Transport:     tr,
+		FlushInterval: -1,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			n := pr.In.Context().Value(ctxNode{}).(*nodeInfo)
+			pr.SetURL(n.url)
+			// The node sees the client's Host: port URLs it builds name the
+			// gateway, and own-origin hosts keep their sandbox id.
+			pr.Out.Host = pr.In.Host
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			n := r.Context().Value(ctxNode{}).(*nodeInfo)
+			log.Warn("gateway: node did not answer", "node", n.name, "err", err)
+			writeErr(w, api.CodeUnavailable, fmt.Sprintf("node %q did not answer", n.name))
+		},
+	}
+	return p
+}
+
+// forward proxies r to node n.
+func (p *proxy) forward(w http.ResponseWriter, r *http.Request, n *nodeInfo) {
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxNode{}, n)))
+}
+
+// call sends method path?query with body to n and reads the whole answer.
+func (p *proxy) call(ctx context.Context, n *nodeInfo, method, path, query string, hdr http.Header, body []byte) (int, http.Header, []byte, error) {
+	u := *n.url
+	u.Path, u.RawQuery = path, query
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	for _, h := range []string{"Authorization", "Content-Type", "Accept"} {
+		if v := hdr.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxNodeAnswer+1))
+	if err == nil && len(b) > maxNodeAnswer {
+		err = fmt.Errorf("node %q answered more than %d bytes", n.name, maxNodeAnswer)
+	}
+	return resp.StatusCode, resp.Header, b, err
+}
+
+// create places POST /v1/sandboxes on the least loaded live node with room,
+// trying the next one when a node answers no_capacity, and records the new
+// sandbox's resource at once so the next call finds its node through any
+// gateway.
+func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxJSONBodyBytes))
+	if err != nil {
+		writeErr(w, api.CodeTooLarge, fmt.Sprintf("request body larger than %d bytes", api.MaxJSONBodyBytes))
+		return
+	}
+	var want struct {
+		Template string `json:"template"`
+	}
+	json.Unmarshal(body, &want) // the node validates the body; this only picks the node
+	nodes, err := g.nodes.place(r.Context(), want.Template)
+	if err != nil {
+		writeErr(w, api.CodeUnavailable, "cluster state unavailable: "+err.Error())
+		return
+	}
+	if len(nodes) == 0 {
+		writeErr(w, api.CodeNoCapacity, "no live node has room for another sandbox now")
+		return
+	}
+	var st int
+	var hdr http.Header
+	var ans []byte
+	var node *nodeInfo
+	for _, n := range nodes {
+		g.nodes.placed(n.name)
+		st, hdr, ans, err = g.proxy.call(r.Context(), n, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, body)
+		if err != nil {
+			g.cfg.Log.Warn("gateway: create on node failed", "node", n.name, "err", err)
+			continue
+		}
+		node = n
+		if st != http.StatusServiceUnavailable {
+			break
+		}
+	}
+	if node == nil {
+		writeErr(w, api.CodeUnavailable, "no node answered the create")
+		return
+	}
+	if st/100 == 2 {
+		var sb api.Sandbox
+		if json.Unmarshal(ans, &sb) == nil && validID(sb.ID) {
+			obj := newSandbox(sb.ID, node.name, owner, sb.Template)
+			if err := g.cfg.Kube.Create(r.Context(), sandboxesPath(g.cfg.Namespace), obj, nil); err != nil && !kube.IsConflict(err) {
+				// the node's mirror writes it within seconds anyway
+				g.cfg.Log.Warn("gateway: recording sandbox failed", "id", sb.ID, "node", node.name, "err", err)
+			}
+		}
+	}
+	copyAnswer(w, st, hdr, ans)
+}
+
+// list merges GET /v1/sandboxes from every live node. Each node orders its
+// page by (created_at, id) and its cursor is "<unix nanos>.<id>", a
+// position in that one global order, so the merged page and cursor are
+// exact. Sandboxes of lost nodes are not listed.
+func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
+	nodes, err := g.nodes.live(r.Context())
+	if err != nil {
+		writeErr(w, api.CodeNoCapacity, err.Error())
+		return
+	}
+	limit := 100
+	if v, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && v > 0 {
+		limit = v
+	}
+	type page struct {
+		st   int
+		body []byte
+		err  error
+		resp api.ListSandboxesResponse
+	}
+	pages := make([]page, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			defer cancel()
+			p := &pages[i]
+			p.st, _, p.body, p.err = g.proxy.call(ctx, n, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, nil)
+			if p.err == nil && p.st == http.StatusOK {
+				p.err = json.Unmarshal(p.body, &p.resp)
+			}
+		}()
+	}
+	wg.Wait()
+	var all []api.Sandbox
+	more := false
+	for i, p := range pages {
+		if p.err != nil {
+			writeErr(w, api.CodeUnavailable, fmt.Sprintf("node %q: %v", nodes[i].name, p.err))
+			return
+		}
+		if p.st != http.StatusOK { // a bad query: every node says the same
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(p.st)
+			w.Write(p.body)
+			return
+		}
+		all = append(all, p.resp.Sandboxes...)
+		more = more || p.resp.NextCursor != ""
+	}
+	slices.SortFunc(all, func(a, b api.Sandbox) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	out := api.ListSandboxesResponse{Sandboxes: all}
+	if len(all) > limit {
+		out.Sandboxes, more = all[:limit], true
+	}
+	if more && len(out.Sandboxes) > 0 {
+		last := out.Sandboxes[len(out.Sandboxes)-1]
+		out.NextCursor = fmt.Sprintf("%d.%s", last.CreatedAt.UnixNano(), last.ID)
+	}
+	if out.Sandboxes == nil {
+		out.Sandboxes = []api.Sandbox{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

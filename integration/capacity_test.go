@@ -7,12 +7,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
-	"github.com/paddock-sandbox/paddock/client"
 )
 
 var capacityN = flag.Int("paddock.capacity.n", 200, "idle sandboxes BenchmarkCapacity creates")
@@ -33,40 +31,8 @@ func BenchmarkCapacity(b *testing.B) {
 	ctx := context.Background()
 	c := d.client(0)
 	rss0, avail0 := rssKiB(d.cmd.Process.Pid), memAvailableKiB()
-	var mu sync.Mutex
-	var sbs []*client.Sandbox
-	var firstErr error
 	start := time.Now()
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range next {
-				sb, err := c.Create(ctx, &api.CreateSandboxRequest{TimeoutSeconds: 1800, Resources: &api.Resources{MemoryMiB: 256, DiskMiB: 256}})
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					sbs = append(sbs, sb)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := 0; i < *capacityN; i++ {
-		mu.Lock()
-		stop := firstErr != nil
-		mu.Unlock()
-		if stop {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	sbs, firstErr := createIdle(ctx, c, *capacityN, 1800)
 	elapsed := time.Since(start)
 	n := len(sbs)
 	time.Sleep(2 * time.Second) // let the agents settle

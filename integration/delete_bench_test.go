@@ -76,7 +76,7 @@ func BenchmarkDelete(b *testing.B) {
 	for round := 0; round < 2; round++ {
 		for k := range ds {
 			j := (round + k) % len(ds)
-			sbs, err := createIdle(ctx, ds[j].client(0), many)
+			sbs, err := createIdle(ctx, ds[j].client(0), many, 3600)
 			if err != nil {
 				b.Fatal(err)
 			}

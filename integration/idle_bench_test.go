@@ -40,7 +40,7 @@ func BenchmarkIdle(b *testing.B) {
 	sbs := make([][]*client.Sandbox, len(ds))
 	for j, d := range ds {
 		var err error
-		if sbs[j], err = createIdle(ctx, d.client(0), *idleN); err != nil {
+		if sbs[j], err = createIdle(ctx, d.client(0), *idleN, 3600); err != nil {
 			b.Fatalf("%s: created %d of %d: %v", names[j], len(sbs[j]), *idleN, err)
 		}
 	}
@@ -89,8 +89,9 @@ func cpuOverAll(ds []*daemon, d time.Duration) []float64 {
 	return out
 }
 
-// createIdle creates n idle sandboxes with 4 concurrent clients.
-func createIdle(ctx context.Context, c *client.Client, n int) ([]*client.Sandbox, error) {
+// createIdle creates up to n idle sandboxes (256 MiB, 256 MiB disk, a lease
+// of leaseSec) with 4 concurrent clients, until the first error.
+func createIdle(ctx context.Context, c *client.Client, n, leaseSec int) ([]*client.Sandbox, error) {
 	var mu sync.Mutex
 	var sbs []*client.Sandbox
 	var firstErr error
@@ -101,7 +102,7 @@ func createIdle(ctx context.Context, c *client.Client, n int) ([]*client.Sandbox
 		go func() {
 			defer wg.Done()
 			for range next {
-				sb, err := c.Create(ctx, &api.CreateSandboxRequest{TimeoutSeconds: 3600, Resources: &api.Resources{MemoryMiB: 256, DiskMiB: 256}})
+				sb, err := c.Create(ctx, &api.CreateSandboxRequest{TimeoutSeconds: int64(leaseSec), Resources: &api.Resources{MemoryMiB: 256, DiskMiB: 256}})
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err

@@ -138,7 +138,7 @@ describe("console", { timeout: 300_000 }, () => {
 
   it("shows templates, usage and secrets", async () => {
     await d.api(0, "POST", "/secrets", { name: "E2E_TOKEN", value: "v", hosts: ["example.com"] });
-    for (const [p, ready] of [["templates", "#templates table"], ["usage", "#charts canvas"], ["secrets", "main table"]]) {
+    for (const [p, ready] of [["templates", "#templates table"], ["usage", "#charts canvas"], ["secrets", "main:has(h1:text-is('Secrets')) table"]]) {
       await page.click(`nav a[href="#/${p}"]`);
       await page.waitForSelector(ready);
       await shot(p);

@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/paddock-sandbox/paddock/api"
@@ -55,6 +56,9 @@ const DefaultMaxSessions = 256
 // ErrTooManySessions is returned to a client whose session would exceed
 // Options.MaxSessions.
 var ErrTooManySessions = errors.New("too many MCP sessions on this server; close one or retry later")
+
+// methodDiscover is the stateless discovery request of newer clients.
+const methodDiscover = "server/discover"
 
 // ErrTooManyKeySessions refuses a session past Options.MaxSessionsPerKey.
 var ErrTooManyKeySessions = errors.New("too many MCP sessions for this API key; close one or retry later")
@@ -201,10 +205,18 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // track is a receiving middleware that registers a session on its first
-// request (initialize, or server/discover, or a call) and refuses sessions
-// past MaxSessions.
+// request (initialize, or a call) and refuses sessions past MaxSessions.
+//
+// The stateless server/discover probe (SEP-2575) is refused as not found
+// before anything is counted: clients then fall back to initialize, as the
+// spec says. Counted, each probe was a session of its own that ended a
+// moment later, so a client's initialize right after it could be refused
+// for a session the same client was already done with.
 func (s *Server) track(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == methodDiscover {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "server/discover is not supported; use initialize"}
+		}
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
 			key := ""
 			if s.opts.SessionKey != nil {

@@ -3,6 +3,15 @@
 ``from_json`` and ``to_json``, one module per x-file group of
 api/openapi.yaml, re-exported here; ``paddock.types`` re-exports them."""
 
+from . import (
+    _models_gen_common,
+    _models_gen_sandboxes,
+    _models_gen_exec,
+    _models_gen_files,
+    _models_gen_terminal,
+    _models_gen_templates,
+    _models_gen_code,
+)
 from ._models_gen_common import *  # noqa: F401,F403
 from ._models_gen_sandboxes import *  # noqa: F401,F403
 from ._models_gen_exec import *  # noqa: F401,F403
@@ -11,55 +20,11 @@ from ._models_gen_terminal import *  # noqa: F401,F403
 from ._models_gen_templates import *  # noqa: F401,F403
 from ._models_gen_code import *  # noqa: F401,F403
 
-__all__ = [
-    "ErrorResponse",
-    "ErrorBody",
-    "Health",
-    "Resources",
-    "CreateSandboxRequest",
-    "Sandbox",
-    "NetworkPolicy",
-    "CreateSecretRequest",
-    "Secret",
-    "ListSecretsResponse",
-    "Port",
-    "ListPortsResponse",
-    "Metrics",
-    "MetricsHistory",
-    "MetricsSample",
-    "Usage",
-    "ListSandboxesResponse",
-    "LifecycleEvent",
-    "PauseRequest",
-    "StopRequest",
-    "SetTimeoutRequest",
-    "ExecRequest",
-    "ExecResult",
-    "Event",
-    "Process",
-    "ListProcessesResponse",
-    "SignalRequest",
-    "WatchEvent",
-    "FileEntry",
-    "ListFilesResponse",
-    "PtyInfo",
-    "ListPtysResponse",
-    "PtyMessage",
-    "Template",
-    "ListTemplatesResponse",
-    "TemplateSource",
-    "CreateTemplateRequest",
-    "Recipe",
-    "RecipeStep",
-    "CopyStep",
-    "BuildEvent",
-    "SnapshotRequest",
-    "CodeRequest",
-    "CodeContextRequest",
-    "CodeContext",
-    "CodeContextList",
-    "CodeResult",
-    "CodeError",
-    "CodeExecution",
-    "CodeEvent",
-]
+__all__: list = []
+__all__ += _models_gen_common.__all__
+__all__ += _models_gen_sandboxes.__all__
+__all__ += _models_gen_exec.__all__
+__all__ += _models_gen_files.__all__
+__all__ += _models_gen_terminal.__all__
+__all__ += _models_gen_templates.__all__
+__all__ += _models_gen_code.__all__

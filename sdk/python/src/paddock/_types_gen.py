@@ -4,6 +4,15 @@ Literal types, one module per x-file group of api/openapi.yaml, re-exported
 here; ``paddock.types`` re-exports them next to the dataclasses the SDK
 returns."""
 
+from . import (
+    _types_gen_common,
+    _types_gen_sandboxes,
+    _types_gen_exec,
+    _types_gen_files,
+    _types_gen_terminal,
+    _types_gen_templates,
+    _types_gen_code,
+)
 from ._types_gen_common import *  # noqa: F401,F403
 from ._types_gen_sandboxes import *  # noqa: F401,F403
 from ._types_gen_exec import *  # noqa: F401,F403
@@ -12,68 +21,11 @@ from ._types_gen_terminal import *  # noqa: F401,F403
 from ._types_gen_templates import *  # noqa: F401,F403
 from ._types_gen_code import *  # noqa: F401,F403
 
-__all__ = [
-    "ErrorResponseJSON",
-    "ErrorCode",
-    "ErrorBodyJSON",
-    "HealthJSON",
-    "ResourcesJSON",
-    "OnTimeout",
-    "OnIdle",
-    "CreateSandboxRequestJSON",
-    "SandboxState",
-    "SandboxJSON",
-    "NetworkMode",
-    "NetworkPolicyJSON",
-    "CreateSecretRequestJSON",
-    "SecretJSON",
-    "ListSecretsResponseJSON",
-    "PortJSON",
-    "ListPortsResponseJSON",
-    "MetricsJSON",
-    "MetricsHistoryJSON",
-    "MetricsSampleJSON",
-    "UsageJSON",
-    "ListSandboxesResponseJSON",
-    "LifecycleEventJSON",
-    "PauseRequestJSON",
-    "StopRequestJSON",
-    "SetTimeoutRequestJSON",
-    "ExecRequestJSON",
-    "ExecResultJSON",
-    "EventType",
-    "EventJSON",
-    "ProcessState",
-    "ProcessJSON",
-    "ListProcessesResponseJSON",
-    "SignalRequestJSON",
-    "WatchEventType",
-    "WatchEventJSON",
-    "FileType",
-    "FileEntryJSON",
-    "ListFilesResponseJSON",
-    "PtyInfoJSON",
-    "ListPtysResponseJSON",
-    "PtyMessageType",
-    "PtyMessageJSON",
-    "TemplateJSON",
-    "ListTemplatesResponseJSON",
-    "TemplateSourceJSON",
-    "CreateTemplateRequestJSON",
-    "RecipeJSON",
-    "RecipeStepJSON",
-    "CopyStepJSON",
-    "BuildEventType",
-    "BuildEventJSON",
-    "SnapshotRequestJSON",
-    "CodeLanguage",
-    "CodeRequestJSON",
-    "CodeContextRequestJSON",
-    "CodeContextJSON",
-    "CodeContextListJSON",
-    "CodeResultJSON",
-    "CodeErrorJSON",
-    "CodeExecutionJSON",
-    "CodeEventType",
-    "CodeEventJSON",
-]
+__all__: list = []
+__all__ += _types_gen_common.__all__
+__all__ += _types_gen_sandboxes.__all__
+__all__ += _types_gen_exec.__all__
+__all__ += _types_gen_files.__all__
+__all__ += _types_gen_terminal.__all__
+__all__ += _types_gen_templates.__all__
+__all__ += _types_gen_code.__all__

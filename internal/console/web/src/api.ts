@@ -106,40 +106,6 @@ export async function ndjson(r: Response, each: (v: any) => void): Promise<void>
 export const sbPath = (id: string, ...rest: string[]) =>
   "/sandboxes/" + encodeURIComponent(id) + (rest.length ? "/" + rest.join("/") : "");
 
-// Wire shapes the pages read (a subset of api/openapi.yaml).
-export interface Sandbox {
-  id: string;
-  template: string;
-  state: string;
-  created_at: string;
-  expires_at: string;
-  metadata: Record<string, string> | null;
-  resources: { vcpus?: number; memory_mib?: number; disk_mib?: number };
-  network?: { mode: string; allow?: string[]; deny?: string[] };
-  on_timeout: string;
-  reason?: string;
-}
-export interface Metrics {
-  cpu_seconds: number;
-  memory_bytes: number;
-  cost_micros: number;
-  network_rx_bytes: number;
-  network_tx_bytes: number;
-}
-export interface MetricsSample {
-  at: string;
-  cpu_seconds: number;
-  memory_bytes: number;
-  network_rx_bytes: number;
-  network_tx_bytes: number;
-  pids: number;
-  cost_micros: number;
-}
-export interface FileEntry {
-  path: string;
-  name: string;
-  type: string;
-  size: number;
-  mode: string;
-  modified_at: string;
-}
+// Wire shapes the pages read: the SDK's types, generated from
+// api/openapi.yaml (type-only: nothing of the SDK is bundled).
+export type { SandboxInfo as Sandbox, Metrics, MetricsSample, FileEntry } from "../../../../sdk/typescript/src/types.gen.js";

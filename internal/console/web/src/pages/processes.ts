@@ -1,16 +1,7 @@
 // Background processes: list, start, kill, and read their output.
 import { call, raw, ndjson, sbPath } from "../api";
 import { el, replace, button, notice } from "../dom";
-
-interface Proc {
-  id: string;
-  pid: number;
-  argv?: string[];
-  command?: string;
-  state: string;
-  started_at: string;
-  result?: { exit_code: number | null };
-}
+import type { ProcessInfo as Proc } from "../../../../../sdk/typescript/src/types.gen.js";
 
 /** maxOutputChars bounds the output shown per process. */
 const maxOutputChars = 256 << 10;

@@ -1,12 +1,7 @@
 // Secrets: names and the hosts each is bound to (values never leave the daemon).
 import { call } from "../api";
 import { el, append, table } from "../dom";
-
-interface Secret {
-  name: string;
-  hosts: string[];
-  created_at: string;
-}
+import type { Secret } from "../../../../../sdk/typescript/src/types.gen.js";
 
 export async function secretsPage(main: HTMLElement): Promise<null> {
   const { secrets } = await call<{ secrets: Secret[] }>("GET", "/secrets");

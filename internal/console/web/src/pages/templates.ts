@@ -2,16 +2,7 @@
 // live build log and progress.
 import { call, raw, ndjson } from "../api";
 import { el, append, replace, notice, fmtBytes, button, table } from "../dom";
-
-interface Template {
-  name: string;
-  source: string;
-  size: number;
-  layers: number;
-  created_at: string;
-  shared: boolean;
-  status: string;
-}
+import type { Template } from "../../../../../sdk/typescript/src/types.gen.js";
 
 /** maxLogChars bounds the build log kept on the page. */
 const maxLogChars = 512 << 10;

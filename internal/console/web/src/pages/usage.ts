@@ -3,14 +3,7 @@
 import { call, sbPath, type Sandbox, type Metrics } from "../api";
 import { el, append, button, fmtCost } from "../dom";
 import { lineChart } from "../chart";
-
-interface Usage {
-  from: string;
-  to: string;
-  sandboxes: number;
-  cpu_seconds: number;
-  cost_micros: number;
-}
+import type { Usage } from "../../../../../sdk/typescript/src/types.gen.js";
 
 /** maxSandboxes bounds the metrics calls of the per-template table. */
 const maxSandboxes = 200;

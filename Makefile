@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build console deps console-e2e test unit integration k8s-test k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-perf bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build console deps console-e2e test unit integration k8s-test k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-perf bench-peers bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -124,6 +124,12 @@ bench-perf: build
 		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|Delete|Create)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+
+## bench-peers: Paddock next to podman (run --rm, exec, cp) and bubblewrap, interleaved, same work and limits (installs podman and bubblewrap from Debian's packages when missing; as root; docs/benchmarks.md)
+bench-peers: build
+	scripts/cgroup-setup.sh
+	scripts/peers-deps.sh
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 40m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 
 ## bench-surface: another tenant's exec latency and the daemon's peak RSS, quiet and under each daemon-surface attack (docs/benchmarks.md)
 bench-surface: build

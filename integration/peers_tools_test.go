@@ -361,21 +361,22 @@ func (p *bwrapPeer) sandbox() (ws, cg string, err error) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return "", "", err
 	}
-	set := map[string]string{
-		"memory/memory.limit_in_bytes":       strconv.Itoa(peerMemMiB << 20),
-		"memory/memory.memsw.limit_in_bytes": strconv.Itoa(peerMemMiB << 20),
-		"cpu/cpu.cfs_period_us":              "100000",
-		"cpu/cpu.cfs_quota_us":               "100000",
-		"pids/pids.max":                      strconv.Itoa(peerPIDs),
+	// In this order: memsw may not go below the memory limit.
+	set := [][2]string{
+		{"memory/memory.limit_in_bytes", strconv.Itoa(peerMemMiB << 20)},
+		{"memory/memory.memsw.limit_in_bytes", strconv.Itoa(peerMemMiB << 20)},
+		{"cpu/cpu.cfs_period_us", "100000"},
+		{"cpu/cpu.cfs_quota_us", "100000"},
+		{"pids/pids.max", strconv.Itoa(peerPIDs)},
 	}
 	for _, c := range bwrapControllers {
 		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", c, cg), 0o755); err != nil {
 			return "", "", err
 		}
 	}
-	for f, v := range set {
-		c, file, _ := strings.Cut(f, "/")
-		err := os.WriteFile(filepath.Join("/sys/fs/cgroup", c, cg, file), []byte(v), 0o644)
+	for _, kv := range set {
+		c, file, _ := strings.Cut(kv[0], "/")
+		err := os.WriteFile(filepath.Join("/sys/fs/cgroup", c, cg, file), []byte(kv[1]), 0o644)
 		if err != nil && !(file == "memory.memsw.limit_in_bytes" && errors.Is(err, os.ErrNotExist)) {
 			return "", "", err
 		}

@@ -338,11 +338,14 @@ func memAvailable() int64 {
 	return 0
 }
 
-// removePeerCgroups removes the cgroup parents the peers ran under.
+// removePeerCgroups removes the cgroup parents the peers ran under, in
+// every hierarchy (podman's holds a conmon child).
 func removePeerCgroups() {
-	for _, c := range bwrapControllers {
-		for _, p := range []string{bwrapCgroupParent, strings.TrimPrefix(podmanCgroupParent, "/")} {
-			os.Remove(filepath.Join("/sys/fs/cgroup", c, p))
+	for _, p := range []string{bwrapCgroupParent, strings.TrimPrefix(podmanCgroupParent, "/")} {
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", p))
+		for _, d := range dirs {
+			os.Remove(filepath.Join(d, "conmon"))
+			os.Remove(d)
 		}
 	}
 }

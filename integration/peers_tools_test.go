@@ -251,18 +251,10 @@ func (p *podmanPeer) start(ctx context.Context) (peerBox, error) {
 	return &podmanBox{id: strings.TrimSpace(string(out))}, nil
 }
 
-// cpuTicks: every container's cgroup plus each running conmon (podman
-// itself has no daemon).
+// cpuTicks: the cgroup parent holds every container and, in its conmon
+// child, every conmon (podman itself has no daemon).
 func (p *podmanPeer) cpuTicks() int64 {
-	t := cgroupTicks(strings.TrimPrefix(podmanCgroupParent, "/"))
-	out, _ := exec.Command("podman", "ps", "-q", "--no-trunc").Output()
-	for _, id := range strings.Fields(string(out)) {
-		pid, _ := exec.Command("podman", "inspect", "--format", "{{.State.ConmonPid}}", id).Output()
-		if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
-			t += cpuTicks(n)
-		}
-	}
-	return t
+	return cgroupTicks(strings.TrimPrefix(podmanCgroupParent, "/"))
 }
 
 type podmanBox struct{ id string }

@@ -20,11 +20,12 @@ import (
 // started (left by an earlier daemon, perhaps one that crashed halfway
 // through a mount) is unmounted by scanning, once (unmountAll).
 
-// unmountKnown detaches the mounts the backend makes in sandbox directory
+// unmountKnown unmounts the mounts the backend makes in sandbox directory
 // dir, the upper ones first; a path that is not (or no longer) a mount
-// point is skipped. MNT_DETACH never waits on a busy mount: the
-// sandbox's processes are dead by then, and what still holds a mount
-// (a host process with a descriptor into it) keeps only its own view.
+// point is skipped. A busy mount is detached (MNT_DETACH) rather than
+// waited for: the sandbox's processes are dead by then, and what still
+// holds a mount (a host process with a descriptor into it) keeps only its
+// own view.
 func unmountKnown(dir string) error {
 	paths := []string{filepath.Join(dir, "rootfs")}
 	if ents, err := os.ReadDir(filepath.Join(dir, "l")); err == nil {
@@ -40,7 +41,10 @@ func unmountKnown(dir string) error {
 		// A mount may be stacked twice (a racing retry): unmount until
 		// the path is no mount point.
 		for i := 0; i < 4; i++ {
-			err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+			err := unix.Unmount(p, unix.UMOUNT_NOFOLLOW)
+			if errors.Is(err, unix.EBUSY) {
+				err = unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+			}
 			if err == nil {
 				continue
 			}

@@ -61,3 +61,37 @@ func TestUnmountKnown(t *testing.T) {
 		t.Errorf("a directory without mounts: %v", err)
 	}
 }
+
+// TestDiskDirectIODetach: a sandbox disk's loop device does direct I/O
+// (where the host's file system can), and unmountKnown releases it: the
+// device detaches itself (autoclear), nothing is left for detachLoops.
+func TestDiskDirectIODetach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loop devices need root")
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		t.Skip("no loop devices")
+	}
+	dir := t.TempDir()
+	if err := makeDisk(filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk"), 16); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(filepath.Join(dir, loopRecord))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := string(rec)
+	dio, err := os.ReadFile(filepath.Join("/sys/block", name, "loop", "dio"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(dio) != "1\n" {
+		t.Logf("%s does buffered I/O (dio=%q): the file system under %s cannot do direct I/O", name, dio, dir)
+	}
+	if err := unmountKnown(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join("/sys/block", name, "loop", "backing_file")); err == nil {
+		t.Errorf("%s still attached to %s after the unmount", name, b)
+	}
+}

@@ -125,7 +125,7 @@ bench-perf: build
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|IdleMemory|Delete|MassDelete|Create)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
 
-## bench-scale: issue 14's scale figures, not part of test or bench: deleting SCALE_DELETE_N sandboxes at once (answered, host clean), and SCALE_N idle sandboxes held while another tenant's exec p50/p99 is measured; BASELINE=<git ref> as for bench-perf. Raises kernel.pid_max (every agent thread is a task) and the descriptor limit first.
+## bench-scale: issue 14's scale figures, not part of test or bench: deleting SCALE_DELETE_N sandboxes at once (answered, host clean), and SCALE_N idle sandboxes held while another tenant's exec p50/p99 is measured; BASELINE=<git ref> as for bench-perf. Raises kernel.pid_max first (every agent thread is a task).
 SCALE_DELETE_N ?= 2000
 SCALE_N ?= 5000
 bench-scale: build
@@ -134,8 +134,8 @@ bench-scale: build
 	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
 		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
-	ulimit -n 1048576; $(GO) test -count=1 -run '^$$' -bench '^BenchmarkMassDelete$$' -benchtime 1x -timeout 60m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.bench.n=$(SCALE_DELETE_N) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
-	ulimit -n 1048576; $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScaleIdle$$' -benchtime 1x -timeout 90m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.scale.n=$(SCALE_N)
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkMassDelete$$' -benchtime 1x -timeout 60m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.bench.n=$(SCALE_DELETE_N) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkScaleIdle$$' -benchtime 1x -timeout 90m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.scale.n=$(SCALE_N)
 
 ## bench-surface: another tenant's exec latency and the daemon's peak RSS, quiet and under each daemon-surface attack (docs/benchmarks.md)
 bench-surface: build

@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build console deps console-e2e test unit integration k8s-test k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-perf bench-peers bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build console deps console-e2e test unit integration k8s-test k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-perf bench-peers bench-scale bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -115,7 +115,7 @@ bench: build
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Latency|Code|Capacity|Lifecycle|NetworkOnOff|NoisyNeighbor|Pool|Surface|Terminal)$$' -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 	$(MAKE) bench-perf
 
-## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, delete latency, deleting N, create → first result); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
+## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, host memory per idle sandbox, delete latency, deleting N at once, create → first result); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
 BASELINE ?=
 BENCH_BASE_DIR ?= /tmp/paddock-bench-baseline
 bench-perf: build
@@ -123,7 +123,19 @@ bench-perf: build
 	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
 		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
-	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|Delete|Create)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|IdleMemory|Delete|MassDelete|Create)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+
+## bench-scale: issue 14's scale figures, not part of test or bench: deleting SCALE_DELETE_N sandboxes at once (answered, host clean), and SCALE_N idle sandboxes held while another tenant's exec p50/p99 is measured; BASELINE=<git ref> as for bench-perf. Raises kernel.pid_max first (every agent thread is a task).
+SCALE_DELETE_N ?= 2000
+SCALE_N ?= 5000
+bench-scale: build
+	scripts/cgroup-setup.sh
+	@if [ "$$(cat /proc/sys/kernel/pid_max)" -lt 4194304 ]; then sysctl -qw kernel.pid_max=4194304; fi
+	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
+		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
+		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkMassDelete$$' -benchtime 1x -timeout 60m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.bench.n=$(SCALE_DELETE_N) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkScaleIdle$$' -benchtime 1x -timeout 90m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.scale.n=$(SCALE_N)
 
 ## bench-peers: Paddock next to podman (run --rm, exec, cp) and bubblewrap, interleaved, same work and limits (installs podman and bubblewrap from Debian's packages when missing; as root; docs/benchmarks.md)
 bench-peers: build

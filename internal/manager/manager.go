@@ -65,6 +65,9 @@ type Config struct {
 	// WarmPool is the number of idle sandboxes kept ready per template
 	// (see pool.go).
 	WarmPool map[string]int
+	// CleanupWorkers bounds the deferred cleanups of deleted sandboxes
+	// running at once (delete.go); 0 means DefaultCleanupWorkers.
+	CleanupWorkers int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -146,7 +149,7 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
-		act: map[string]*activity{}, hist: newHistory(HistorySamples), cleanupSem: make(chan struct{}, cleanupWorkers),
+		act: map[string]*activity{}, hist: newHistory(HistorySamples), cleanupSem: make(chan struct{}, cleanupWorkers(cfg)),
 		cleaning: map[string]chan struct{}{}}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
@@ -274,14 +277,19 @@ func (m *Manager) release(id string) {
 func (m *Manager) end(id string, state sandbox.State, reason string) {
 	now := time.Now().UTC()
 	_, err := m.store.Update(id, func(r *store.Record) error {
-		r.State, r.Reason, r.EndedAt = state, reason, &now
-		r.PausedAt, r.StoppedAt, r.StopAt = nil, nil, nil
-		r.AddEvent(now, state, reason)
+		endRecord(r, state, reason, now)
 		return nil
 	})
 	if err != nil {
 		m.log.Error("persist end", "sandbox", id, "err", err)
 	}
+}
+
+// endRecord marks r ended at now.
+func endRecord(r *store.Record, state sandbox.State, reason string, now time.Time) {
+	r.State, r.Reason, r.EndedAt = state, reason, &now
+	r.PausedAt, r.StoppedAt, r.StopAt = nil, nil, nil
+	r.AddEvent(now, state, reason)
 }
 
 // Get returns owner's sandbox id.
@@ -381,15 +389,21 @@ func endEvent(reason string) string {
 // finalSample records a sandbox's last resource use before it is
 // destroyed.
 func (m *Manager) finalSample(ctx context.Context, id string) {
-	var st sandbox.Stats
-	if meter, ok := m.backend.(sandbox.Meter); ok {
-		st, _ = meter.Stats(ctx, id)
-	}
+	st := m.stats(ctx, id)
 	now := time.Now().UTC()
 	m.store.Update(id, func(r *store.Record) error {
 		accrue(&r.Usage, r, st, now, m.cfg.Prices)
 		return nil
 	})
+}
+
+// stats is the backend's resource use of sandbox id, if it meters any.
+func (m *Manager) stats(ctx context.Context, id string) sandbox.Stats {
+	var st sandbox.Stats
+	if meter, ok := m.backend.(sandbox.Meter); ok {
+		st, _ = meter.Stats(ctx, id)
+	}
+	return st
 }
 
 // SetTimeout moves owner's sandbox's expiry to now+d.

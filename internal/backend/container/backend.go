@@ -101,9 +101,10 @@ type Backend struct {
 
 	exits *exitWatch
 
-	mu    sync.Mutex
-	slots map[int]string // uid slot → sandbox id
-	img   *imageState
+	mu        sync.Mutex
+	slots     map[int]string  // uid slot → sandbox id
+	inherited map[string]bool // sandbox directories found at start (destroy.go)
+	img       *imageState
 }
 
 // meta is persisted per sandbox so Destroy and recovery know what it used.
@@ -151,7 +152,7 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exit watch: %w", err)
 	}
-	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}, exits: exits}
+	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}, inherited: map[string]bool{}, exits: exits}
 	for name, path := range cfg.Runtimes {
 		root := filepath.Join(cfg.StateDir, "runtime", name)
 		if err := os.MkdirAll(root, 0o700); err != nil {
@@ -183,6 +184,7 @@ func New(cfg Config) (*Backend, error) {
 	b.img.holder, _ = exec.LookPath("cat")
 	keep := map[string]bool{base.dir: true, b.img.paddock: true}
 	for _, id := range b.dirIDs() {
+		b.inherited[id] = true
 		if m, err := b.readMeta(id); err == nil {
 			b.slots[m.Slot] = id
 			for _, l := range strings.Split(m.Lower, ":") {
@@ -491,7 +493,7 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 	}
 	killCgroups(b.cfg.CgroupParent, id)
 	dir := b.dir(id)
-	if err := unmountAll(dir); err != nil {
+	if err := b.unmountSandbox(id, dir); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	detachLoops(dir)

@@ -60,7 +60,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	}
 	killCgroups(b.cfg.CgroupParent, id)
 	dir := b.dir(id)
-	if err := unmountAll(dir); err != nil {
+	if err := b.unmountSandbox(id, dir); err != nil {
 		return fmt.Errorf("stop %s: %w", id, err)
 	}
 	detachLoops(dir)

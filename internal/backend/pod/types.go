@@ -6,7 +6,9 @@ package pod
 type objectMeta struct {
 	Name              string            `json:"name"`
 	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
 	Labels            map[string]string `json:"labels,omitempty"`
+	OwnerReferences   []ownerReference  `json:"ownerReferences,omitempty"`
 	DeletionTimestamp *string           `json:"deletionTimestamp,omitempty"`
 }
 
@@ -62,8 +64,14 @@ type resources struct {
 }
 
 type volume struct {
-	Name     string    `json:"name"`
-	EmptyDir *emptyDir `json:"emptyDir,omitempty"`
+	Name     string        `json:"name"`
+	EmptyDir *emptyDir     `json:"emptyDir,omitempty"`
+	Secret   *secretVolume `json:"secret,omitempty"`
+}
+
+type secretVolume struct {
+	SecretName  string `json:"secretName"`
+	DefaultMode int    `json:"defaultMode,omitempty"`
 }
 
 type emptyDir struct {

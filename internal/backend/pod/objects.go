@@ -21,12 +21,11 @@ const (
 )
 
 type ownerReference struct {
-	APIVersion         string `json:"apiVersion"`
-	Kind               string `json:"kind"`
-	Name               string `json:"name"`
-	UID                string `json:"uid"`
-	Controller         bool   `json:"controller,omitempty"`
-	BlockOwnerDeletion bool   `json:"blockOwnerDeletion,omitempty"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Controller bool   `json:"controller,omitempty"`
 }
 
 type secret struct {
@@ -121,7 +120,7 @@ func (b *Backend) policyFor(id string, owner ownerReference) networkPolicy {
 // adopt makes the Pod p the owner of sandbox id's Secret and creates its
 // NetworkPolicy owned by p.
 func (b *Backend) adopt(ctx context.Context, id string, p pod) error {
-	owner := ownerReference{APIVersion: "v1", Kind: "Pod", Name: p.Metadata.Name, UID: p.Metadata.UID, BlockOwnerDeletion: true}
+	owner := ownerReference{APIVersion: "v1", Kind: "Pod", Name: p.Metadata.Name, UID: p.Metadata.UID}
 	patch := map[string]any{"metadata": map[string]any{"ownerReferences": []ownerReference{owner}}}
 	if err := b.cfg.Kube.MergePatch(ctx, b.secretPath(id), patch, nil); err != nil {
 		return fmt.Errorf("own secret %s: %w", podName(id), err)

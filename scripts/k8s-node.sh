@@ -23,21 +23,24 @@ NSX=(nsenter --net=/run/netns/"$NETNS")
 
 images() {  # paddock-agent:dev (the pod backend's init container) and paddock:dev (the DaemonSet/gateway)
   local w; w=$(mktemp -d)
-  mkdir -p "$w/agent" "$w/p/bin" "$w/p/lib" "$w/p/lib64" "$w/p/tmp" "$w/p/etc"
+  mkdir -p "$w/agent" "$w/p/bin" "$w/p/usr/local/bin" "$w/p/tmp" "$w/p/etc"
   cp "$BIN_DIR/paddock-agent" "$w/agent/paddock-agent"
   "$HERE/k8s-node/images/mkimage.sh" "$w/agent" localhost/paddock-agent:dev "$LAB/images/agent.tar" /paddock-agent >/dev/null
-  for b in paddockd paddock-gateway paddock-agent runc; do cp "$BIN_DIR/$b" "$w/p/bin/"; done
+  # deploy/kubernetes runs /usr/local/bin/paddockd and /usr/local/bin/paddock-gateway; paddockd finds
+  # paddock-agent and runc next to itself
+  for b in paddockd paddock-gateway paddock-agent runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
   cp "$(command -v mkfs.ext4)" "$w/p/bin/"
   cp "$(command -v busybox)" "$w/p/bin/busybox"
   for a in sh ls cat mount umount; do ln -sf busybox "$w/p/bin/$a"; done
   # shared libraries of the dynamic binaries, at their own paths
-  for b in "$w"/p/bin/*; do
+  for b in "$w"/p/bin/* "$w"/p/usr/local/bin/*; do
     ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r l; do
       mkdir -p "$w/p$(dirname "$l")"; cp -L "$l" "$w/p$l"
     done
   done
   echo "root:x:0:0::/:/bin/sh" > "$w/p/etc/passwd"; chmod 1777 "$w/p/tmp"
-  "$HERE/k8s-node/images/mkimage.sh" "$w/p" localhost/paddock:dev "$LAB/images/paddock.tar" /bin/paddockd >/dev/null
+  ln -s usr/local/bin/paddock-agent "$w/p/paddock-agent"   # so paddock:dev also serves as pod mode's agent image
+  "$HERE/k8s-node/images/mkimage.sh" "$w/p" localhost/paddock:dev "$LAB/images/paddock.tar" /usr/local/bin/paddockd >/dev/null
   rm -rf "$w"
   for t in agent paddock; do
     "$BIN/ctr" -a "$LAB/node/containerd.sock" -n k8s.io images import "$LAB/images/$t.tar" >/dev/null
@@ -69,6 +72,8 @@ up() {
 down() {
   [ -d "$LAB" ] || return 0
   WIPE=1 "$HERE/k8s-node/down.sh" >/dev/null 2>&1 || true
+  # loop devices of sandbox disks the DaemonSet's paddockd left (a test that failed half-way)
+  losetup -a 2>/dev/null | grep "$LAB/" | cut -d: -f1 | while read -r d; do losetup -d "$d" 2>/dev/null || true; done
   # the bind mount of the state dir, and whatever the DaemonSet's paddockd left under it
   grep -E " $LAB/" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$LAB"
@@ -83,7 +88,9 @@ check() {
   done
   ip netns list | grep -qw "$NETNS" && { echo "left: netns $NETNS" >&2; bad=1; }
   grep -q " $LAB" /proc/mounts && { echo "left: mounts under $LAB:" >&2; grep " $LAB" /proc/mounts >&2; bad=1; }
-  local c; c=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$CGROUP_NAME" 2>/dev/null | head -5)
+  losetup -a 2>/dev/null | grep -q "$LAB/" && { echo "left: loop devices of $LAB" >&2; bad=1; }
+  # the node's cgroups, and the DaemonSet paddockd's cgroup parent ($CGROUP_NAME-ds, set by the test)
+  local c; c=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$CGROUP_NAME*" 2>/dev/null | head -5)
   [ -n "$c" ] && { echo "left: cgroups $c" >&2; bad=1; }
   [ -e "$LAB" ] && { echo "left: $LAB" >&2; bad=1; }
   [ "$bad" = 0 ] && echo "k8s node: nothing left"

@@ -87,8 +87,17 @@ func TestPodModeAPI(t *testing.T) {
 	kc, kcPath := requireNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// the Role of deploy/kubernetes/pod-mode, and paddockd on its ServiceAccount's token: the verbs are enough
+	repo, err := filepath.Abs("../../deploy/kubernetes/pod-mode/rbac")
+	must(t, err)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), fmt.Appendf(nil,
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %s\nresources: [%q]\n", podNS, repo), 0o644))
 	ensureNamespace(t, ctx, kc, podNS)
-	c, _ := startPodMode(t, kcPath)
+	if out, err := exec.Command(filepath.Join(*k8sBin, "kubectl"), "--kubeconfig", kcPath, "apply", "-k", dir).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -k deploy/kubernetes/pod-mode/rbac: %v\n%s", err, out)
+	}
+	c, _ := startPodMode(t, saKubeconfigIn(t, ctx, kc, kcPath, dir, podNS, "paddock-pods"))
 
 	var firsts []time.Duration
 	sb, first := createAndRun(t, ctx, c, api.CreateSandboxRequest{})

@@ -107,6 +107,10 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.ClientSelectors == nil {
 		cfg.ClientSelectors = DefaultClientSelectors
 	}
+	if len(cfg.ClientSelectors)+len(cfg.ClientCIDRs) == 0 {
+		// an ingress rule with an empty "from" admits every source
+		return nil, errors.New("pod backend: no agent clients (ClientSelectors or ClientCIDRs) for the NetworkPolicy")
+	}
 	b := &Backend{cfg: cfg, log: cfg.Log}
 	b.agent = agent.NewClient(b.Dial)
 	return b, nil

@@ -156,6 +156,7 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Info, 
 		if kube.IsConflict(err) {
 			return sandbox.Info{}, fmt.Errorf("sandbox %s exists: %w", spec.ID, sandbox.ErrConflict)
 		}
+		b.deleteObjectsQuietly(ctx, spec.ID) // the request may have reached the API server
 		return sandbox.Info{}, fmt.Errorf("create token secret: %w", err)
 	}
 	var created pod
@@ -316,17 +317,25 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 		PIDs: st.PIDs, NetRxBytes: st.NetRxBytes, NetTxBytes: st.NetTxBytes}, nil
 }
 
-// List returns the ids of every sandbox Pod in the namespace.
+// List returns the ids of every sandbox Pod or token Secret in the
+// namespace (a Secret without its Pod is the trace of a create cut short
+// by a crash: recovery destroys it).
 func (b *Backend) List(ctx context.Context) ([]string, error) {
-	var l podList
 	q := url.Values{"labelSelector": {labelSandbox}}
-	if err := b.cfg.Kube.Get(ctx, "/api/v1/namespaces/"+b.cfg.Namespace+"/pods?"+q.Encode(), &l); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
 	var ids []string
-	for _, p := range l.Items {
-		if id := p.Metadata.Labels[labelSandbox]; idPattern.MatchString(id) {
-			ids = append(ids, id)
+	for _, kind := range []string{"pods", "secrets"} {
+		var l struct {
+			Items []struct {
+				Metadata objectMeta `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := b.cfg.Kube.Get(ctx, "/api/v1/namespaces/"+b.cfg.Namespace+"/"+kind+"?"+q.Encode(), &l); err != nil {
+			return nil, fmt.Errorf("list %s: %w", kind, err)
+		}
+		for _, it := range l.Items {
+			if id := it.Metadata.Labels[labelSandbox]; idPattern.MatchString(id) && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids, nil

@@ -20,10 +20,6 @@ type pod struct {
 	Status     podStatus  `json:"status,omitzero"`
 }
 
-type podList struct {
-	Items []pod `json:"items"`
-}
-
 type podSpec struct {
 	RestartPolicy                 string      `json:"restartPolicy"`
 	AutomountServiceAccountToken  *bool       `json:"automountServiceAccountToken,omitempty"`

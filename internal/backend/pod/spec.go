@@ -65,7 +65,7 @@ func (b *Backend) podFor(spec sandbox.Spec, tpl Template) pod {
 				},
 			}},
 			Volumes: []volume{{Name: "agent", EmptyDir: &emptyDir{}}, workspace,
-				{Name: "token", Secret: &secretVolume{SecretName: podName(spec.ID), DefaultMode: 0o400}}},
+				{Name: "token", Secret: &secretVolume{SecretName: podName(spec.ID), DefaultMode: 0o444}}},
 		},
 	}
 }

@@ -34,7 +34,7 @@ func TestObjects(t *testing.T) {
 	}
 	var vol bool
 	for _, v := range p.Spec.Volumes {
-		vol = vol || (v.Name == "token" && v.Secret != nil && v.Secret.SecretName == "paddock-sbx1" && v.Secret.DefaultMode == 0o400)
+		vol = vol || (v.Name == "token" && v.Secret != nil && v.Secret.SecretName == "paddock-sbx1" && v.Secret.DefaultMode == 0o444)
 	}
 	if !mounted || !vol {
 		t.Errorf("token Secret not mounted read-only: mounts %+v volumes %+v", sc.VolumeMounts, p.Spec.Volumes)

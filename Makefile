@@ -6,7 +6,7 @@ RUNSC   ?= /var/cache/paddock/runsc-$(RUNSC_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build console deps console-e2e test unit integration k8s-test k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-perf bench-peers bench-scale bench-surface soak up clean sdk-python sdk-typescript e2b-compat
+.PHONY: all build console deps console-e2e test unit integration k8s-test k8s-node-test k8s-node-bin k8s-bench k8s-bin crun-test runsc-test lint generate check-generated cross bench bench-perf bench-peers bench-scale bench-surface soak up clean sdk-python sdk-typescript e2b-compat
 
 all: build
 
@@ -44,6 +44,29 @@ k8s-test: build k8s-bin
 	$(GO) test -count=1 -timeout 15m ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN) \
 		-integration.test=$(CURDIR)/$(BIN)/integration.test; rc=$$?; scripts/k8s-leftovers.sh $(K8S_BIN) || rc=1; exit $$rc
 
+## k8s-node-test: the pod backend and the manifests on a real Kubernetes node (kubelet + containerd +
+## runc + CNI in a network namespace: scripts/k8s-node.sh; as root): the Backend conformance suite of
+## internal/backend/pod, paddockd --backend=pod through its API (TestPodModeAPI) and deploy/kubernetes'
+## DaemonSet running a nested sandbox (TestManifestsNestedSandbox); then nothing of the node may be left
+K8S_NODE_LAB ?= /tmp/paddock-k8s-node
+K8S_NODE_SH = K8S_BIN=$(K8S_BIN) LAB=$(K8S_NODE_LAB) scripts/k8s-node.sh
+k8s-node-test: build k8s-node-bin
+	scripts/cgroup-setup.sh
+	$(GO) test -c -o $(BIN)/pod.test ./internal/backend/pod/
+	$(GO) test -c -o $(BIN)/cluster.test ./integration/cluster/
+	$(K8S_NODE_SH) down >/dev/null; $(K8S_NODE_SH) up || { $(K8S_NODE_SH) down; exit 1; }
+	rc=0; NSX="nsenter --net=/run/netns/paddock-k8s"; \
+	$$NSX $(BIN)/pod.test -test.count=1 -test.timeout 10m -test.run TestConformance -pod.kubeconfig=$(K8S_NODE_LAB)/kubeconfig \
+		-pod.ctr=$(K8S_BIN)/ctr -pod.containerd=$(K8S_NODE_LAB)/node/containerd.sock || rc=1; \
+	(cd integration/cluster && $$NSX $(CURDIR)/$(BIN)/cluster.test -test.count=1 -test.timeout 10m -test.v -test.run 'TestPodModeAPI|TestManifestsNestedSandbox' \
+		-paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN) -k8s.node=$(K8S_NODE_LAB)) || rc=1; \
+	$(K8S_NODE_SH) down; $(K8S_NODE_SH) check || rc=1; exit $$rc
+
+## k8s-node-bin: k8s-bin plus the node's kubelet, kube-scheduler, kube-controller-manager and containerd
+## (+ shim, ctr) in $(K8S_BIN), built only when missing (K8S_NODE=1 scripts/k8s-bin.sh)
+k8s-node-bin: k8s-bin
+	K8S_NODE=1 K8S_VERSION=$(K8S_VERSION) K8S_BIN=$(K8S_BIN) scripts/k8s-bin.sh
+
 ## k8s-bench: create -> first result through a gateway vs directly on a node, and creates/s over 3 nodes (as root)
 k8s-bench: build k8s-bin
 	$(GO) test -count=1 -timeout 15m -run '^$$' -bench 'BenchmarkCluster' -benchtime 10x ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN)
@@ -56,8 +79,8 @@ k8s-bin:
 deps:
 	scripts/deps.sh
 
-## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the Kubernetes cluster tests (k8s-test; its binaries are built once into $(K8S_BIN)), the SDK suites, the unmodified E2B SDKs and the web console in chromium and firefox-esr
-test: deps build lint check-generated cross unit runsc-test integration k8s-test sdk-python sdk-typescript e2b-compat console-e2e
+## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the Kubernetes cluster tests (k8s-test; its binaries are built once into $(K8S_BIN)) and the real-node tests (k8s-node-test), the SDK suites, the unmodified E2B SDKs and the web console in chromium and firefox-esr
+test: deps build lint check-generated cross unit runsc-test integration k8s-test k8s-node-test sdk-python sdk-typescript e2b-compat console-e2e
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)

@@ -13,6 +13,9 @@ command -v npm >/dev/null 2>&1 || need="$need nodejs npm"
 command -v tmux >/dev/null 2>&1 || need="$need tmux" # the CLI terminal test
 command -v chromium >/dev/null 2>&1 || need="$need chromium" # the console's end-to-end tests (playwright-core drives it)
 command -v firefox-esr >/dev/null 2>&1 || need="$need firefox-esr" # the console in Firefox (WebDriver BiDi)
+# the real Kubernetes node of `make k8s-node-test` (scripts/k8s-node.sh): pod networking and the lab's images
+[ -x /usr/lib/cni/bridge ] || need="$need containernetworking-plugins"
+dpkg -s busybox-static >/dev/null 2>&1 || need="$need busybox-static"
 # The code interpreter's data stack: sandboxes of the base template see the
 # host's /usr, so these Debian packages give them numpy, pandas and
 # matplotlib with no download at run time.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"golang.org/x/sys/unix"
@@ -27,8 +28,10 @@ serve runs the agent's HTTP API on a unix socket: an inherited listening
 socket (--listen-fd) or one it creates at PATH (--listen). As PID 1 it also
 reaps every orphaned process of the sandbox. With --listen-tcp (the pod
 backend: the agent reached over the pod network) every connection must
-first send the per-sandbox token of $PADDOCK_AGENT_TOKEN (64 characters),
-which the agent removes from its environment before any command runs.
+first send the per-sandbox token (64 characters): read from --token-file
+(the pod backend mounts it from the sandbox's Kubernetes Secret) or else
+from $PADDOCK_AGENT_TOKEN, which the agent removes from its environment
+before any command runs.
 
 shim is internal: the agent starts every command under it.
 
@@ -67,7 +70,8 @@ func serve(args []string) int {
 	fs.SetOutput(io.Discard)
 	listenFD := fs.Int("listen-fd", -1, "serve on this inherited listening unix socket `fd`")
 	listen := fs.String("listen", "", "create a unix socket at `path` and serve on it")
-	listenTCP := fs.String("listen-tcp", "", "serve on TCP `addr` (host:port); connections must send $PADDOCK_AGENT_TOKEN first")
+	listenTCP := fs.String("listen-tcp", "", "serve on TCP `addr` (host:port); connections must send the token (--token-file or $PADDOCK_AGENT_TOKEN) first")
+	tokenFile := fs.String("token-file", "", "with --listen-tcp: read the connection token from this `file` (64 hex characters; default $PADDOCK_AGENT_TOKEN)")
 	workdir := fs.String("workdir", agent.DefaultWorkdir, "default cwd and base of relative paths")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC of commands, below the sandbox's pids limit (0 = inherit)")
 	shim := fs.String("shim", "", "binary to run as the command shim (default: this binary via /proc/self/exe)")
@@ -95,7 +99,7 @@ func serve(args []string) int {
 	harden()
 	ln, err := listener(*listenFD, *listen)
 	if *listenTCP != "" {
-		ln, err = tcpListener(*listenFD, *listen, *listenTCP)
+		ln, err = tcpListener(*listenFD, *listen, *listenTCP, *tokenFile)
 	}
 	if err != nil {
 		log.Error("listen", "err", err)
@@ -156,14 +160,21 @@ func stopSignals(log *slog.Logger) (context.Context, context.CancelFunc) {
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
-// tcpListener listens on addr behind the token of $PADDOCK_AGENT_TOKEN,
-// which it unsets so that no command inherits it.
-func tcpListener(fd int, path, addr string) (net.Listener, error) {
+// tcpListener listens on addr behind the token of tokenFile (when set) or
+// $PADDOCK_AGENT_TOKEN, which it unsets so that no command inherits it.
+func tcpListener(fd int, path, addr, tokenFile string) (net.Listener, error) {
 	if fd >= 0 || path != "" {
 		return nil, errors.New("set only one of --listen-fd, --listen and --listen-tcp")
 	}
 	token := os.Getenv("PADDOCK_AGENT_TOKEN")
 	os.Unsetenv("PADDOCK_AGENT_TOKEN")
+	if tokenFile != "" {
+		b, err := readTokenFile(tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		token = b
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
@@ -171,9 +182,24 @@ func tcpListener(fd int, path, addr string) (net.Listener, error) {
 	tl, err := agent.TokenListener(ln, token)
 	if err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("$PADDOCK_AGENT_TOKEN: %w", err)
+		return nil, fmt.Errorf("agent token: %w", err)
 	}
 	return tl, nil
+}
+
+// readTokenFile reads a token file of at most a few bytes more than
+// agent.TokenLen (a trailing newline is allowed).
+func readTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, agent.TokenLen+2))
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
 // listener returns the inherited socket fd, or a new unix socket at path.

@@ -75,6 +75,10 @@ type Config struct {
 	MCPIdleTimeoutSeconds int64 `json:"mcp_idle_timeout_seconds,omitempty"`
 	// Cluster turns on cluster mode on Kubernetes (cluster.go).
 	Cluster ClusterConfig `json:"cluster,omitempty"`
+	// Backend is "container" (default) or "pod"; Pod configures the
+	// latter (podmode.go).
+	Backend string    `json:"backend,omitempty"`
+	Pod     PodConfig `json:"pod,omitempty"`
 }
 
 func serve(args []string) error {
@@ -98,6 +102,7 @@ func serve(args []string) error {
 	limits := limitFlags(fs)
 	applyE2B := e2bFlags(fs)
 	applyCluster := clusterFlags(fs)
+	applyPod := podFlags(fs)
 	mcpIdle := fs.Duration("mcp-idle-timeout", server.DefaultMCPIdleTimeout, "end a /v1/mcp session after this long without a request, deleting its own sandbox (a sandbox it attached to is kept)")
 	aliases := aliasFlag{}
 	fs.Var(aliases, "template-alias", "make template `NAME=TARGET` an alias: creates with NAME get TARGET, a base or config template (repeatable; adds to the config's template_aliases)")
@@ -157,6 +162,7 @@ func serve(args []string) error {
 	limits(&cfg.Limits, set)
 	applyE2B(&cfg.E2B, set)
 	applyCluster(&cfg.Cluster, set)
+	applyPod(&cfg, set)
 	retention.apply(&cfg.Retention, set)
 	cfg.TemplateAliases = aliases.into(cfg.TemplateAliases)
 	if set["mcp-idle-timeout"] || cfg.MCPIdleTimeoutSeconds == 0 {
@@ -188,6 +194,13 @@ func run(cfg Config) error {
 		return fmt.Errorf("log level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	switch cfg.Backend {
+	case backendPod:
+		return runPod(cfg, log) // podmode.go
+	case backendContainer, "":
+	default:
+		return fmt.Errorf("--backend %q: want container or pod", cfg.Backend)
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("paddockd must run as root (it creates namespaces, cgroups and mounts)")
 	}

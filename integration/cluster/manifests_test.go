@@ -84,6 +84,12 @@ func waitCRD(t *testing.T, ctx context.Context, kc *kube.Client) {
 // saKubeconfig writes a kubeconfig holding a fresh token of ServiceAccount
 // sa (TokenRequest) and returns its path.
 func (l *lab) saKubeconfig(ctx context.Context, sa string) string {
+	return saKubeconfigIn(l.t, ctx, l.kc, l.cp.kubeconfig, l.cp.dir, ns, sa)
+}
+
+// saKubeconfigIn writes into dir a copy of the admin kubeconfig holding a
+// fresh token of ServiceAccount namespace/sa instead, and returns its path.
+func saKubeconfigIn(t testing.TB, ctx context.Context, kc *kube.Client, adminKC, dir, namespace, sa string) string {
 	var tr struct {
 		Status struct {
 			Token string `json:"token"`
@@ -91,11 +97,11 @@ func (l *lab) saKubeconfig(ctx context.Context, sa string) string {
 	}
 	req := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
 		"spec": map[string]any{"expirationSeconds": 3600}}
-	if err := l.kc.Create(ctx, "/api/v1/namespaces/"+ns+"/serviceaccounts/"+sa+"/token", req, &tr); err != nil {
-		l.t.Fatalf("token for %s: %v", sa, err)
+	if err := kc.Create(ctx, "/api/v1/namespaces/"+namespace+"/serviceaccounts/"+sa+"/token", req, &tr); err != nil {
+		t.Fatalf("token for %s: %v", sa, err)
 	}
-	admin, err := os.ReadFile(l.cp.kubeconfig)
-	must(l.t, err)
+	admin, err := os.ReadFile(adminKC)
+	must(t, err)
 	// the admin kubeconfig with the admin token swapped for the ServiceAccount's
 	var tok string
 	for _, line := range strings.Split(string(admin), "\n") {
@@ -104,9 +110,9 @@ func (l *lab) saKubeconfig(ctx context.Context, sa string) string {
 		}
 	}
 	if tok == "" {
-		l.t.Fatal("no token in the admin kubeconfig")
+		t.Fatal("no token in the admin kubeconfig")
 	}
-	p := filepath.Join(l.cp.dir, sa+".kubeconfig")
-	must(l.t, os.WriteFile(p, []byte(strings.Replace(string(admin), tok, tr.Status.Token, 1)), 0o600))
+	p := filepath.Join(dir, sa+".kubeconfig")
+	must(t, os.WriteFile(p, []byte(strings.Replace(string(admin), tok, tr.Status.Token, 1)), 0o600))
 	return p
 }

@@ -118,6 +118,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return nil
 	}))
+	mux.Handle("GET /stats", s.handle(s.handleStats)) // stats.go
 	mux.Handle("POST /exec", s.handle(s.handleExec))
 	mux.Handle("PUT /env", s.handle(s.handlePutEnv))
 	mux.Handle("POST /processes", s.handle(s.handleStartProcess))

@@ -41,6 +41,10 @@ type Config struct {
 	// MaxPerKey bounds them per API key (429 past it).
 	MaxSandboxes int
 	MaxPerKey    int
+	// NoNetworkReason is the message of the 501 answered to network modes
+	// other than off when Deps.Network is nil (default: networking is not
+	// available on this daemon).
+	NoNetworkReason string
 	// RetainEnded is how long records of ended sandboxes stay visible.
 	RetainEnded time.Duration
 	// ReapInterval is how often leases are checked; LivenessInterval how

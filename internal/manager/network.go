@@ -64,7 +64,7 @@ func (m *Manager) validateNetwork(owner string, req sandbox.CreateRequest, rec *
 		return err
 	}
 	if p.Mode != sandbox.NetworkOff && m.net == nil {
-		return fmt.Errorf("%w: networking is not available on this daemon (see its log)", sandbox.ErrNotSupported)
+		return m.noNetwork()
 	}
 	if len(req.Secrets) > 0 && p.Mode != sandbox.NetworkAllowlist {
 		// Only allowlist mode sends HTTPS through the egress proxy, which is
@@ -184,7 +184,7 @@ func (m *Manager) UpdateNetwork(ctx context.Context, owner, id string, p sandbox
 		return nil, err
 	}
 	if m.net == nil {
-		return nil, fmt.Errorf("%w: networking is not available on this daemon (see its log)", sandbox.ErrNotSupported)
+		return nil, m.noNetwork()
 	}
 	np := store.NetworkPolicy{Mode: p.Mode, Allow: p.Allow, Deny: p.Deny}
 	if np.Mode == "" {
@@ -231,4 +231,13 @@ func (m *Manager) teardownBuildNetwork(id string) {
 	if m.egress.dropBuild(id) {
 		m.teardownNetwork(context.Background(), id)
 	}
+}
+
+// noNetwork is the error of network modes other than off on a daemon
+// without networking.
+func (m *Manager) noNetwork() error {
+	if m.cfg.NoNetworkReason != "" {
+		return fmt.Errorf("%w: %s", sandbox.ErrNotSupported, m.cfg.NoNetworkReason)
+	}
+	return fmt.Errorf("%w: networking is not available on this daemon (see its log)", sandbox.ErrNotSupported)
 }

@@ -4,8 +4,9 @@
 // with paddock-agent as PID 1 of the sandbox container. An init container
 // copies the agent from the agent image into an emptyDir; the agent
 // listens on the pod network behind a per-sandbox token (agent.TokenListener)
-// and the backend dials it at the pod IP. Isolation is the cluster's: a
-// RuntimeClass per template (gVisor, Kata) and a NetworkPolicy.
+// kept in a Secret the Pod owns, and the backend dials it at the pod IP.
+// Isolation is the cluster's: a RuntimeClass per template (gVisor, Kata)
+// and a default-deny NetworkPolicy per sandbox (objects.go).
 package pod
 
 import (
@@ -21,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
@@ -28,14 +30,16 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 )
 
-var _ sandbox.Backend = (*Backend)(nil)
+var (
+	_ sandbox.Backend = (*Backend)(nil)
+	_ sandbox.Meter   = (*Backend)(nil)
+)
 
 // Defaults of Config.
 const (
 	DefaultAgentPort = 7070
 	// labelSandbox names the sandbox id on its Pod; List selects on it.
 	labelSandbox = "paddock.dev/sandbox"
-	tokenEnv     = "PADDOCK_AGENT_TOKEN"
 	agentDir     = "/.paddock"
 )
 
@@ -63,13 +67,27 @@ type Config struct {
 	// "Never" for locally imported images).
 	ImagePullPolicy string
 	AgentPort       int // default DefaultAgentPort
+	// ClientSelectors and ClientCIDRs are who may reach the agent port
+	// under each sandbox's NetworkPolicy: pods with these labels (in the
+	// namespace; default paddockd's and the gateway's) and these address
+	// ranges (a paddockd outside the cluster).
+	ClientSelectors []map[string]string
+	ClientCIDRs     []string
 	Log             *slog.Logger
+}
+
+// DefaultClientSelectors are the labels of deploy/kubernetes' paddockd and
+// gateway pods.
+var DefaultClientSelectors = []map[string]string{
+	{"app.kubernetes.io/name": "paddockd"}, {"app.kubernetes.io/name": "paddock-gateway"},
 }
 
 // Backend runs sandboxes as Pods. It is safe for concurrent use.
 type Backend struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	tokens sync.Map // sandbox id → agent token, read from its Secret once
+	agent  *agent.Client
 }
 
 // New checks cfg.
@@ -86,7 +104,16 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Backend{cfg: cfg, log: cfg.Log}, nil
+	if cfg.ClientSelectors == nil {
+		cfg.ClientSelectors = DefaultClientSelectors
+	}
+	if len(cfg.ClientSelectors)+len(cfg.ClientCIDRs) == 0 {
+		// an ingress rule with an empty "from" admits every source
+		return nil, errors.New("pod backend: no agent clients (ClientSelectors or ClientCIDRs) for the NetworkPolicy")
+	}
+	b := &Backend{cfg: cfg, log: cfg.Log}
+	b.agent = agent.NewClient(b.Dial)
+	return b, nil
 }
 
 func podName(id string) string { return "paddock-" + id }
@@ -105,8 +132,9 @@ func (b *Backend) Templates() []string {
 	return out
 }
 
-// Create creates the Pod and waits until its agent answers; on any
-// failure (a cancelled ctx too) it deletes the Pod again.
+// Create creates the token Secret, the Pod mounting it, makes the Pod the
+// Secret's owner, creates the NetworkPolicy, and waits until the agent
+// answers; on any failure (a cancelled ctx too) it deletes all of them.
 func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Info, error) {
 	if !idPattern.MatchString(spec.ID) {
 		return sandbox.Info{}, fmt.Errorf("sandbox id %q: %w", spec.ID, sandbox.ErrInvalid)
@@ -123,14 +151,27 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Info, 
 	}
 	tok := make([]byte, agent.TokenLen/2)
 	rand.Read(tok)
-	p := b.podFor(spec, tpl, hex.EncodeToString(tok))
-	if err := b.cfg.Kube.Create(ctx, "/api/v1/namespaces/"+b.cfg.Namespace+"/pods", p, nil); err != nil {
+	token := hex.EncodeToString(tok)
+	if err := b.createSecret(ctx, spec.ID, token); err != nil {
 		if kube.IsConflict(err) {
 			return sandbox.Info{}, fmt.Errorf("sandbox %s exists: %w", spec.ID, sandbox.ErrConflict)
 		}
-		return sandbox.Info{}, fmt.Errorf("create pod: %w", err)
+		b.deleteObjectsQuietly(ctx, spec.ID) // the request may have reached the API server
+		return sandbox.Info{}, fmt.Errorf("create token secret: %w", err)
 	}
-	if err := b.waitAgent(ctx, spec.ID); err != nil {
+	var created pod
+	err := b.cfg.Kube.Create(ctx, "/api/v1/namespaces/"+b.cfg.Namespace+"/pods", b.podFor(spec, tpl), &created)
+	if kube.IsConflict(err) { // a Pod without its Secret: not ours to delete
+		b.deleteObjectsQuietly(ctx, spec.ID)
+		return sandbox.Info{}, fmt.Errorf("sandbox %s exists: %w", spec.ID, sandbox.ErrConflict)
+	}
+	if err != nil {
+		err = fmt.Errorf("create pod: %w", err)
+	} else if err = b.adopt(ctx, spec.ID, created); err == nil {
+		b.tokens.Store(spec.ID, token)
+		err = b.waitAgent(ctx, spec.ID)
+	}
+	if err != nil {
 		rb, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if derr := b.Destroy(rb, spec.ID); derr != nil {
@@ -184,11 +225,24 @@ func (b *Backend) health(ctx context.Context, p pod) error {
 	return nil
 }
 
-// Destroy deletes the Pod and waits until it is gone (the kubelet has
-// killed its containers); an unknown id is not an error.
+// deleteObjectsQuietly is deleteObjects for a rollback: it logs.
+func (b *Backend) deleteObjectsQuietly(ctx context.Context, id string) {
+	rb, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := b.deleteObjects(rb, id); err != nil {
+		b.log.Warn("pod backend: rollback", "sandbox", id, "err", err)
+	}
+}
+
+// Destroy deletes the Pod, its Secret and NetworkPolicy, and waits until
+// the Pod is gone (the kubelet has killed its containers); an unknown id
+// is not an error.
 func (b *Backend) Destroy(ctx context.Context, id string) error {
 	if !idPattern.MatchString(id) {
 		return fmt.Errorf("sandbox id %q: %w", id, sandbox.ErrInvalid)
+	}
+	if err := b.deleteObjects(ctx, id); err != nil {
+		return err
 	}
 	// PID 1 ignores SIGTERM: a grace of 1 s, then the kubelet's SIGKILL
 	if err := b.cfg.Kube.Delete(ctx, b.podPath(id)+"?gracePeriodSeconds=1"); err != nil {
@@ -240,13 +294,9 @@ func (b *Backend) Dial(ctx context.Context, id string) (net.Conn, error) {
 }
 
 func (b *Backend) dialPod(ctx context.Context, p pod) (net.Conn, error) {
-	var token string
-	for _, c := range p.Spec.Containers {
-		for _, e := range c.Env {
-			if e.Name == tokenEnv {
-				token = e.Value
-			}
-		}
+	token, err := b.token(ctx, p.Metadata.Labels[labelSandbox])
+	if err != nil {
+		return nil, fmt.Errorf("agent of %s: %w: %w", p.Metadata.Name, sandbox.ErrUnavailable, err)
 	}
 	c, err := agent.DialToken(ctx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(b.cfg.AgentPort)), token)
 	if err != nil {
@@ -255,17 +305,37 @@ func (b *Backend) dialPod(ctx context.Context, p pod) (net.Conn, error) {
 	return c, nil
 }
 
-// List returns the ids of every sandbox Pod in the namespace.
-func (b *Backend) List(ctx context.Context) ([]string, error) {
-	var l podList
-	q := url.Values{"labelSelector": {labelSandbox}}
-	if err := b.cfg.Kube.Get(ctx, "/api/v1/namespaces/"+b.cfg.Namespace+"/pods?"+q.Encode(), &l); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+// Stats asks the sandbox's agent for its cgroup's use (GET /stats: the
+// agent reads its own cgroup from inside the Pod). Disk use is not
+// reported (0).
+func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
+	st, err := b.agent.Stats(ctx, id)
+	if err != nil {
+		return sandbox.Stats{}, err
 	}
+	return sandbox.Stats{CPUSeconds: st.CPUSeconds, MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes,
+		PIDs: st.PIDs, NetRxBytes: st.NetRxBytes, NetTxBytes: st.NetTxBytes}, nil
+}
+
+// List returns the ids of every sandbox Pod or token Secret in the
+// namespace (a Secret without its Pod is the trace of a create cut short
+// by a crash: recovery destroys it).
+func (b *Backend) List(ctx context.Context) ([]string, error) {
+	q := url.Values{"labelSelector": {labelSandbox}}
 	var ids []string
-	for _, p := range l.Items {
-		if id := p.Metadata.Labels[labelSandbox]; idPattern.MatchString(id) {
-			ids = append(ids, id)
+	for _, kind := range []string{"pods", "secrets"} {
+		var l struct {
+			Items []struct {
+				Metadata objectMeta `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := b.cfg.Kube.Get(ctx, "/api/v1/namespaces/"+b.cfg.Namespace+"/"+kind+"?"+q.Encode(), &l); err != nil {
+			return nil, fmt.Errorf("list %s: %w", kind, err)
+		}
+		for _, it := range l.Items {
+			if id := it.Metadata.Labels[labelSandbox]; idPattern.MatchString(id) && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids, nil

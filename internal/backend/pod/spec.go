@@ -12,11 +12,13 @@ import (
 
 // podFor is the Pod of a sandbox: the init container copies the agent into
 // an emptyDir; the sandbox container runs the template image with the agent
-// as its PID 1 on the pod network behind token; Spec.Env reaches every
+// as its PID 1 on the pod network behind the token of its Secret (mounted
+// read-only at tokenMount; the sandbox can read its own token, which
+// reaches nothing but its own agent); Spec.Env reaches every
 // command through the container's environment; the workspace is an
 // emptyDir bounded by the disk size; no service account token, no service
 // links.
-func (b *Backend) podFor(spec sandbox.Spec, tpl Template, token string) pod {
+func (b *Backend) podFor(spec sandbox.Spec, tpl Template) pod {
 	no := false
 	grace := int64(1)
 	var env []envVar
@@ -24,7 +26,6 @@ func (b *Backend) podFor(spec sandbox.Spec, tpl Template, token string) pod {
 		env = append(env, envVar{Name: k, Value: v})
 	}
 	slices.SortFunc(env, func(a, b envVar) int { return cmp.Compare(a.Name, b.Name) })
-	env = append(env, envVar{Name: tokenEnv, Value: token})
 	res := &resources{Limits: map[string]string{}, Requests: map[string]string{}}
 	if r := spec.Resources; r.VCPUs > 0 {
 		res.Limits["cpu"] = strconv.FormatFloat(r.VCPUs, 'f', -1, 64)
@@ -40,8 +41,7 @@ func (b *Backend) podFor(spec sandbox.Spec, tpl Template, token string) pod {
 	}
 	return pod{
 		APIVersion: "v1", Kind: "Pod",
-		Metadata: objectMeta{Name: podName(spec.ID), Namespace: b.cfg.Namespace,
-			Labels: map[string]string{labelSandbox: spec.ID, "app.kubernetes.io/managed-by": "paddock"}},
+		Metadata: objectMeta{Name: podName(spec.ID), Namespace: b.cfg.Namespace, Labels: b.labels(spec.ID)},
 		Spec: podSpec{
 			RestartPolicy:                 "Never",
 			AutomountServiceAccountToken:  &no,
@@ -56,15 +56,16 @@ func (b *Backend) podFor(spec sandbox.Spec, tpl Template, token string) pod {
 			}},
 			Containers: []container{{
 				Name: "sandbox", Image: tpl.Image, ImagePullPolicy: b.cfg.ImagePullPolicy,
-				Command: []string{agentDir + "/paddock-agent", "serve",
-					"--listen-tcp", ":" + strconv.Itoa(b.cfg.AgentPort), "--workdir", agent.DefaultWorkdir},
-				Env: env, WorkingDir: agent.DefaultWorkdir, Resources: res,
+				Command: append(b.agentArgs(), "--workdir", agent.DefaultWorkdir),
+				Env:     env, WorkingDir: agent.DefaultWorkdir, Resources: res,
 				VolumeMounts: []volumeMount{
 					{Name: "agent", MountPath: agentDir, ReadOnly: true},
 					{Name: "workspace", MountPath: agent.DefaultWorkdir},
+					{Name: "token", MountPath: tokenMount, ReadOnly: true},
 				},
 			}},
-			Volumes: []volume{{Name: "agent", EmptyDir: &emptyDir{}}, workspace},
+			Volumes: []volume{{Name: "agent", EmptyDir: &emptyDir{}}, workspace,
+				{Name: "token", Secret: &secretVolume{SecretName: podName(spec.ID), DefaultMode: 0o444}}},
 		},
 	}
 }

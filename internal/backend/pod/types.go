@@ -6,7 +6,9 @@ package pod
 type objectMeta struct {
 	Name              string            `json:"name"`
 	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
 	Labels            map[string]string `json:"labels,omitempty"`
+	OwnerReferences   []ownerReference  `json:"ownerReferences,omitempty"`
 	DeletionTimestamp *string           `json:"deletionTimestamp,omitempty"`
 }
 
@@ -16,10 +18,6 @@ type pod struct {
 	Metadata   objectMeta `json:"metadata"`
 	Spec       podSpec    `json:"spec"`
 	Status     podStatus  `json:"status,omitzero"`
-}
-
-type podList struct {
-	Items []pod `json:"items"`
 }
 
 type podSpec struct {
@@ -62,8 +60,14 @@ type resources struct {
 }
 
 type volume struct {
-	Name     string    `json:"name"`
-	EmptyDir *emptyDir `json:"emptyDir,omitempty"`
+	Name     string        `json:"name"`
+	EmptyDir *emptyDir     `json:"emptyDir,omitempty"`
+	Secret   *secretVolume `json:"secret,omitempty"`
+}
+
+type secretVolume struct {
+	SecretName  string `json:"secretName"`
+	DefaultMode int    `json:"defaultMode,omitempty"`
 }
 
 type emptyDir struct {

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# A real one-node Kubernetes for `make k8s-node-test`: etcd + kube-apiserver + scheduler +
+# controller-manager + containerd (+ the repo's runc, Debian's CNI plugins) + kubelet, all inside the
+# network namespace $NETNS (scripts/k8s-node/, from the k8s-lab kit), with Paddock's images built
+# locally (scripts/k8s-node/images/mkimage.sh) and imported into containerd: no registry.
+#   up     start it, import localhost/paddock-agent:dev and localhost/paddock:dev, wait for the node
+#   down   stop it (recorded PIDs only), delete its containers, mounts, netns, cgroups and state
+#   check  fail if anything of it is left (processes, netns, mounts, cgroups, state dir)
+# Needs root, the binaries of scripts/k8s-bin.sh (both modes) in $K8S_BIN, `make build` in $BIN_DIR,
+# containernetworking-plugins, busybox-static, gcc, openssl.
+# The state dir of deploy/kubernetes' DaemonSet ($LAB/state) is a shared bind mount: its volume has
+# mountPropagation Bidirectional, which needs a shared mount on the host.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+export LAB=${LAB:-/tmp/paddock-k8s-node}
+export BIN=${K8S_BIN:-/var/cache/paddock/k8s-v1.37.2/bin}
+export NETNS=${NETNS:-paddock-k8s}
+export CGROUP_NAME=${CGROUP_NAME:-paddock-k8s-node}
+BIN_DIR=${BIN_DIR:-$ROOT/bin}
+KUBECTL=("$BIN/kubectl" --kubeconfig "$LAB/kubeconfig")
+NSX=(nsenter --net=/run/netns/"$NETNS")
+
+images() {  # paddock-agent:dev (the pod backend's init container) and paddock:dev (the DaemonSet/gateway)
+  local w; w=$(mktemp -d)
+  mkdir -p "$w/agent" "$w/p/bin" "$w/p/usr/local/bin" "$w/p/tmp" "$w/p/etc"
+  cp "$BIN_DIR/paddock-agent" "$w/agent/paddock-agent"
+  "$HERE/k8s-node/images/mkimage.sh" "$w/agent" localhost/paddock-agent:dev "$LAB/images/agent.tar" /paddock-agent >/dev/null
+  # deploy/kubernetes runs /usr/local/bin/paddockd and /usr/local/bin/paddock-gateway; paddockd finds
+  # paddock-agent and runc next to itself
+  for b in paddockd paddock-gateway paddock-agent runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
+  cp "$(command -v mkfs.ext4)" "$w/p/bin/"
+  cp "$(command -v busybox)" "$w/p/bin/busybox"
+  for a in sh ls cat mount umount; do ln -sf busybox "$w/p/bin/$a"; done
+  # shared libraries of the dynamic binaries, at their own paths
+  for b in "$w"/p/bin/* "$w"/p/usr/local/bin/*; do
+    ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r l; do
+      mkdir -p "$w/p$(dirname "$l")"; cp -L "$l" "$w/p$l"
+    done
+  done
+  echo "root:x:0:0::/:/bin/sh" > "$w/p/etc/passwd"; chmod 1777 "$w/p/tmp"
+  ln -s usr/local/bin/paddock-agent "$w/p/paddock-agent"   # so paddock:dev also serves as pod mode's agent image
+  "$HERE/k8s-node/images/mkimage.sh" "$w/p" localhost/paddock:dev "$LAB/images/paddock.tar" /usr/local/bin/paddockd >/dev/null
+  rm -rf "$w"
+  for t in agent paddock; do
+    "$BIN/ctr" -a "$LAB/node/containerd.sock" -n k8s.io images import "$LAB/images/$t.tar" >/dev/null
+  done
+}
+
+up() {
+  for b in etcd kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager containerd containerd-shim-runc-v2 ctr; do
+    [ -x "$BIN/$b" ] || { echo "$BIN/$b missing: make k8s-node-bin" >&2; exit 1; }
+  done
+  for b in paddockd paddock-gateway paddock-agent runc; do
+    [ -x "$BIN_DIR/$b" ] || { echo "$BIN_DIR/$b missing: make build" >&2; exit 1; }
+  done
+  [ -x /usr/lib/cni/bridge ] || { echo "no /usr/lib/cni/bridge: apt-get install containernetworking-plugins" >&2; exit 1; }
+  mkdir -p "$LAB/images" "$LAB/state"
+  chmod 755 "$LAB"
+  # a shared mount for the DaemonSet's state volume (Bidirectional propagation)
+  if ! findmnt -n "$LAB/state" >/dev/null; then mount --bind "$LAB/state" "$LAB/state"; fi
+  mount --make-shared "$LAB/state"
+  local s; s=$(date +%s)
+  # the repo's runc first: node-up.sh writes `command -v runc` into containerd's config
+  PATH="$BIN_DIR:$BIN:$PATH" "$HERE/k8s-node/node-up.sh" >"$LAB/up.log" 2>&1 || { cat "$LAB/up.log" >&2; exit 1; }
+  images
+  "${NSX[@]}" "${KUBECTL[@]}" wait node/lab-node --for=condition=Ready --timeout=120s >/dev/null 2>&1 || {
+    echo "node not Ready; see $LAB/logs/kubelet.log" >&2; tail -20 "$LAB/logs/kubelet.log" >&2; exit 1; }
+  echo "k8s node up in $(( $(date +%s) - s ))s: KUBECONFIG=$LAB/kubeconfig, clients in netns $NETNS"
+}
+
+down() {
+  [ -d "$LAB" ] || return 0
+  WIPE=1 "$HERE/k8s-node/down.sh" >/dev/null 2>&1 || true
+  # loop devices of sandbox disks the DaemonSet's paddockd left (a test that failed half-way)
+  losetup -a 2>/dev/null | grep "$LAB/" | cut -d: -f1 | while read -r d; do losetup -d "$d" 2>/dev/null || true; done
+  # the bind mount of the state dir, and whatever the DaemonSet's paddockd left under it
+  grep -E " $LAB/" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  rm -rf "$LAB"
+  echo "k8s node down"
+}
+
+check() {
+  local bad=0
+  "$ROOT/scripts/k8s-leftovers.sh" "$BIN" || bad=1
+  for d in /proc/[0-9]*; do
+    case "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" in *"$LAB/"*) echo "left: process ${d#/proc/}: $(tr '\0' ' ' <"$d/cmdline" | cut -c1-160)" >&2; bad=1 ;; esac
+  done
+  ip netns list | grep -qw "$NETNS" && { echo "left: netns $NETNS" >&2; bad=1; }
+  grep -q " $LAB" /proc/mounts && { echo "left: mounts under $LAB:" >&2; grep " $LAB" /proc/mounts >&2; bad=1; }
+  losetup -a 2>/dev/null | grep -q "$LAB/" && { echo "left: loop devices of $LAB" >&2; bad=1; }
+  # the node's cgroups, and the DaemonSet paddockd's cgroup parent ($CGROUP_NAME-ds, set by the test)
+  local c; c=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$CGROUP_NAME*" 2>/dev/null | head -5)
+  [ -n "$c" ] && { echo "left: cgroups $c" >&2; bad=1; }
+  [ -e "$LAB" ] && { echo "left: $LAB" >&2; bad=1; }
+  [ "$bad" = 0 ] && echo "k8s node: nothing left"
+  return $bad
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  check) check ;;
+  *) echo "usage: $0 up|down|check" >&2; exit 2 ;;
+esac

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"golang.org/x/sys/unix"
@@ -92,6 +93,9 @@ func serve(args []string) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	// A sandbox is small: one P means fewer threads and less memory. Set
+	// here, not through $GOMAXPROCS, which commands would inherit.
+	runtime.GOMAXPROCS(1)
 	harden()
 	ln, err := listener(*listenFD, *listen)
 	if *listenTCP != "" {

@@ -31,7 +31,17 @@ func TestMain(m *testing.M) {
 			os.Exit(serveTest(os.Args[2], os.Args[3]))
 		}
 	}
-	os.Exit(m.Run())
+	// Commands run with `bash -l`, whose profile may start pyenv and the
+	// like from $HOME (and hang on their locks): give them an empty HOME.
+	home, err := os.MkdirTemp("", "agent-home")
+	if err == nil {
+		os.Setenv("HOME", home)
+	}
+	code := m.Run()
+	if err == nil {
+		os.RemoveAll(home)
+	}
+	os.Exit(code)
 }
 
 // serveTest is a minimal agent main: serve-test SOCKET WORKDIR.

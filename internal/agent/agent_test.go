@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +47,7 @@ func TestMain(m *testing.M) {
 
 // serveTest is a minimal agent main: serve-test SOCKET WORKDIR.
 func serveTest(sock, workdir string) int {
+	runtime.GOMAXPROCS(1) // as paddock-agent serve
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return 1

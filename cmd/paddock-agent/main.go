@@ -21,7 +21,7 @@ import (
 
 const usage = `Usage:
   paddock-agent serve [--listen-fd N | --listen PATH | --listen-tcp ADDR] [flags]
-  paddock-agent shim [--status-fd N] -- PATH ARGV0 [ARG...]
+  paddock-agent shim [--status-fd N] [--control-fd N]
   paddock-agent install DEST
 
 serve runs the agent's HTTP API on a unix socket: an inherited listening
@@ -31,7 +31,8 @@ backend: the agent reached over the pod network) every connection must
 first send the per-sandbox token of $PADDOCK_AGENT_TOKEN (64 characters),
 which the agent removes from its environment before any command runs.
 
-shim is internal: the agent starts every command under it.
+shim is internal: the agent starts every command under it (it keeps one
+started ahead, waiting for its command on the control socket).
 
 install copies this binary to DEST (mode 0755): the pod backend's init
 container puts the agent into a volume of the sandbox container.

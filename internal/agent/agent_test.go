@@ -67,7 +67,7 @@ func serveTest(sock, workdir string) int {
 
 // harness is an agent served in-process on a temporary unix socket.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	c       *http.Client
 	workdir string
 }

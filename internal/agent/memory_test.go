@@ -18,7 +18,7 @@ import (
 
 // startAgentProcess runs the test binary as a standalone agent (serve-test)
 // and returns a harness for it and its pid.
-func startAgentProcess(t *testing.T) (*harness, int) {
+func startAgentProcess(t testing.TB) (*harness, int) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

@@ -78,6 +78,8 @@ func RunShim(args []string) int {
 	enc := json.NewEncoder(status)
 
 	_ = os.WriteFile("/proc/self/comm", []byte("paddock-shim"), 0) // not "exe" in ps
+	// Sealed: a shim is dumpable (open to ptrace and to /proc/<pid>/fd
+	// from the sandbox) from its exec until this call.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("500"), 0)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"runtime"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"golang.org/x/sys/unix"
@@ -21,7 +22,7 @@ import (
 
 const usage = `Usage:
   paddock-agent serve [--listen-fd N | --listen PATH | --listen-tcp ADDR] [flags]
-  paddock-agent shim [--status-fd N] -- PATH ARGV0 [ARG...]
+  paddock-agent shim [--status-fd N] [--control-fd N]
   paddock-agent install DEST
 
 serve runs the agent's HTTP API on a unix socket: an inherited listening
@@ -33,7 +34,8 @@ first send the per-sandbox token (64 characters): read from --token-file
 from $PADDOCK_AGENT_TOKEN, which the agent removes from its environment
 before any command runs.
 
-shim is internal: the agent starts every command under it.
+shim is internal: the agent starts every command under it (it keeps one
+started ahead, waiting for its command on the control socket).
 
 install copies this binary to DEST (mode 0755): the pod backend's init
 container puts the agent into a volume of the sandbox container.
@@ -96,6 +98,9 @@ func serve(args []string) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	// A sandbox is small: one P means fewer threads and less memory. Set
+	// here, not through $GOMAXPROCS, which commands would inherit.
+	runtime.GOMAXPROCS(1)
 	harden()
 	ln, err := listener(*listenFD, *listen)
 	if *listenTCP != "" {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,11 +32,22 @@ func TestMain(m *testing.M) {
 			os.Exit(serveTest(os.Args[2], os.Args[3]))
 		}
 	}
-	os.Exit(m.Run())
+	// Commands run with `bash -l`, whose profile may start pyenv and the
+	// like from $HOME (and hang on their locks): give them an empty HOME.
+	home, err := os.MkdirTemp("", "agent-home")
+	if err == nil {
+		os.Setenv("HOME", home)
+	}
+	code := m.Run()
+	if err == nil {
+		os.RemoveAll(home)
+	}
+	os.Exit(code)
 }
 
 // serveTest is a minimal agent main: serve-test SOCKET WORKDIR.
 func serveTest(sock, workdir string) int {
+	runtime.GOMAXPROCS(1) // as paddock-agent serve
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return 1
@@ -55,7 +67,7 @@ func serveTest(sock, workdir string) int {
 
 // harness is an agent served in-process on a temporary unix socket.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	c       *http.Client
 	workdir string
 }

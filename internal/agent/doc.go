@@ -9,14 +9,18 @@
 // the /v1/sandboxes/{id} prefix: GET /health, POST /exec, the /processes
 // routes and the /files routes (with GET /files/watch, inotify events as
 // NDJSON), and the /pty routes (a WebSocket to a command on a
-// pseudo-terminal of the sandbox's devpts, started by the shim with --tty),
+// pseudo-terminal of the sandbox's devpts, started by the shim as a session
+// leader),
 // with the wire types of package api and the same error bodies
 // (api.ErrorResponse).
 //
 // Every command runs under a small shim: the agent re-executes its own
 // binary (Config.ShimPath) with the "shim" subcommand, which becomes a child
-// subreaper, starts the real command in its own process group and reports
-// the command's pid and exit status over an extra pipe (fd 3). On SIGTERM the
+// subreaper, receives the command's spec and stdio on a control socket
+// (fd 4), starts the real command in its own process group and reports the
+// command's pid and exit status over an extra pipe (fd 3). The agent keeps
+// one shim started ahead (the spare, shimpool.go), so an exec only sends
+// its spec and does not wait for a process to start. On SIGTERM the
 // shim SIGKILLs every descendant it has, including processes that called
 // setsid or double-forked (they are reparented to the shim), and reports.
 // That is how timeouts, cancelled requests and SIGKILL kill requests end the
@@ -24,7 +28,9 @@
 //
 // Output is captured per stream while streaming: at most max_output_bytes of
 // each stream is kept and delivered, the rest is read, counted and dropped,
-// so the agent's memory stays bounded whatever a program prints.
+// and the JSON answer is escaped from the kept output as it is written, so
+// the agent's memory stays within the cap plus a small constant whatever a
+// program prints.
 //
 // As PID 1 (Config.Reaper) the agent reaps every child: one goroutine waits
 // for any child on SIGCHLD and hands the statuses of the shims it started to

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,9 @@ import (
 const (
 	defaultPath     = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	envPrefixHidden = "PADDOCK_"
+	// releaseOutputBytes is the kept output of an exec from which the
+	// agent returns its memory to the system as soon as it answered.
+	releaseOutputBytes = 4 << 20
 )
 
 // execSpec is a validated ExecRequest, ready to start.
@@ -213,7 +217,16 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer s.procs.remove(p.id)
+	defer func() {
+		s.procs.remove(p.id)
+		// Hand large output back at once: otherwise the next command's
+		// output would pile on top of it until the GC's next cycle.
+		// In a goroutine: by the time it runs, this handler, which holds
+		// the output, has returned.
+		if p.out.keptBytes() >= releaseOutputBytes {
+			go debug.FreeOSMemory()
+		}
+	}()
 	// A client that goes away takes its command with it.
 	stop := context.AfterFunc(r.Context(), func() { _ = p.signal(sigKill, false) })
 	defer stop()
@@ -226,9 +239,8 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) error {
 		<-p.done
 		return r.Context().Err()
 	}
-	res, _ := p.out.resultCopy(true)
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	res, chunks := p.out.frozen()
+	return writeExecResult(w, res, chunks)
 }
 
 func wantsNDJSON(r *http.Request) bool {

@@ -27,6 +27,8 @@ func (s stream) eventType() string {
 const (
 	// maxChunkBytes is how large a chunk grows by coalescing writes.
 	maxChunkBytes = 64 << 10
+	// smallChunkBytes is how large a chunk grows by reallocation.
+	smallChunkBytes = 4 << 10
 	// maxChunks bounds the bookkeeping of output that alternates between
 	// the streams in tiny writes; output past it is dropped as truncated.
 	maxChunks = 1 << 16
@@ -76,15 +78,24 @@ func (o *outputLog) write(s stream, p []byte) {
 	if len(p) == 0 {
 		return
 	}
+	// A chunk grows in place while it has room; past smallChunkBytes it is
+	// never copied to grow: a full chunk is followed by a new one twice
+	// its size (up to maxChunkBytes), so that large output costs the kept
+	// bytes plus at most one chunk's spare room, and leaves no garbage.
 	n := len(o.chunks)
-	switch {
-	case n > 0 && o.chunks[n-1].s == s && len(o.chunks[n-1].data) < maxChunkBytes:
-		o.chunks[n-1].data = append(o.chunks[n-1].data, p...)
+	switch last := len(o.chunks) - 1; {
+	case n > 0 && o.chunks[last].s == s && (len(p) <= cap(o.chunks[last].data)-len(o.chunks[last].data) ||
+		len(o.chunks[last].data)+len(p) <= smallChunkBytes):
+		o.chunks[last].data = append(o.chunks[last].data, p...)
 	case n >= maxChunks:
 		o.trunc[s] = true
 		return
 	default:
-		o.chunks = append(o.chunks, chunk{s: s, data: append([]byte(nil), p...)})
+		size := len(p)
+		if n > 0 && o.chunks[last].s == s {
+			size = max(size, min(2*cap(o.chunks[last].data), maxChunkBytes))
+		}
+		o.chunks = append(o.chunks, chunk{s: s, data: append(make([]byte, 0, size), p...)})
 	}
 	o.kept[s] += int64(len(p))
 	o.notifyLocked()
@@ -123,6 +134,25 @@ func (o *outputLog) resultCopy(withOutput bool) (*api.ExecResult, time.Time) {
 		res.Stdout, res.Stderr = joinChunks(chunks, streamStdout), joinChunks(chunks, streamStderr)
 	}
 	return &res, ended
+}
+
+// keptBytes is the output kept of both streams.
+func (o *outputLog) keptBytes() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.kept[streamStdout] + o.kept[streamStderr]
+}
+
+// frozen returns the result and the kept output, nil while the command
+// runs. The chunks are never written again once the result is set.
+func (o *outputLog) frozen() (*api.ExecResult, []chunk) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.result == nil {
+		return nil, nil
+	}
+	res := *o.result
+	return &res, o.chunks
 }
 
 func joinChunks(chunks []chunk, s stream) string {

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -143,42 +142,14 @@ func (s *Server) launchPTY(id string, spec *execSpec, cols, rows int) (*ptyProc,
 		slave.Close()
 		return nil, err
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		master.Close()
-		slave.Close()
-		return nil, fmt.Errorf("pipe: %w", err)
-	}
-	args := shimArgs(spec.path, s.cfg.NProc, spec.argv)
-	argv := append([]string{"paddock-agent", args[0], "--tty"}, args[1:]...)
 	startedAt := time.Now()
-	shimPid, shimExit, err := forkExec(s.reaper, s.cfg.ShimPath, argv, &syscall.ProcAttr{
-		Dir: spec.dir, Env: spec.env, Files: []uintptr{slave.Fd(), slave.Fd(), slave.Fd(), statusW.Fd()},
-	})
+	sh, first, dec, err := s.startCommand(spec, true, s.cfg.NProc, [3]*os.File{slave, slave, slave})
 	slave.Close()
-	statusW.Close()
 	if err != nil {
 		master.Close()
-		statusR.Close()
-		return nil, fmt.Errorf("start shim %s: %w", s.cfg.ShimPath, err)
+		return nil, err
 	}
-	dec := json.NewDecoder(statusR)
-	_ = statusR.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var first shimStatus
-	derr := dec.Decode(&first)
-	_ = statusR.SetReadDeadline(time.Time{})
-	if derr != nil || first.PID <= 0 {
-		master.Close()
-		statusR.Close()
-		if first.Error == "" {
-			_ = unix.Kill(shimPid, unix.SIGKILL)
-		}
-		<-shimExit
-		if first.Error != "" {
-			return nil, badRequest("%s", first.Error)
-		}
-		return nil, fmt.Errorf("shim did not start the command: %w", derr)
-	}
+	shimPid, shimExit, statusR := sh.pid, sh.exit, sh.status
 	p := &ptyProc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: shimPid, master: master,
 		done: make(chan struct{}), cols: cols, rows: rows}
 	go func() {

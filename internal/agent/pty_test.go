@@ -16,7 +16,7 @@ import (
 
 // term is a test client of one terminal WebSocket.
 type term struct {
-	t   *testing.T
+	t   testing.TB
 	c   *websocket.Conn
 	out bytes.Buffer
 	msg []api.PtyMessage

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
@@ -55,10 +53,10 @@ func (s *Server) startProc(spec *execSpec) (*proc, error) {
 	return p, err
 }
 
-// launch starts the shim for spec with pipes for stdin, stdout, stderr and
-// the shim's status, and starts the goroutines that serve them.
+// launch starts spec under a shim (the spare, if there is one) with pipes
+// for stdin, stdout and stderr, and starts the goroutines that serve them.
 func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
-	var pipes [4][2]*os.File // stdin, stdout, stderr, status: read and write ends
+	var pipes [3][2]*os.File // stdin, stdout, stderr: read and write ends
 	closeAll := func() {
 		for _, p := range pipes {
 			for _, f := range p {
@@ -76,56 +74,19 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 		}
 		pipes[i] = [2]*os.File{r, w}
 	}
-	childEnds := []*os.File{pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]}
-	fds := make([]uintptr, len(childEnds))
-	for i, f := range childEnds {
-		fds[i] = f.Fd() // also makes the child's ends blocking
-	}
 	oomBefore := oomKills()
 	startedAt := time.Now()
-	argv := append([]string{"paddock-agent"}, shimArgs(spec.path, s.commandNProc(), spec.argv)...)
-	shimPid, shimExit, err := forkExec(s.reaper, s.cfg.ShimPath, argv, &syscall.ProcAttr{Dir: spec.dir, Env: append([]string{shimEnv}, spec.env...), Files: fds})
-	for i, f := range childEnds {
-		f.Close()
-		if i == 0 {
-			pipes[i][0] = nil
-		} else {
-			pipes[i][1] = nil
-		}
-	}
+	sh, first, dec, err := s.startCommand(spec, false, s.commandNProc(), [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]})
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	pipes[0][0], pipes[1][1], pipes[2][1] = nil, nil, nil
 	if err != nil {
 		closeAll()
-		if errors.Is(err, unix.EAGAIN) {
-			return nil, s.pidsLimit()
-		}
-		return nil, fmt.Errorf("start shim %s: %w", s.cfg.ShimPath, err)
+		return nil, err
 	}
-	stdinW, stdoutR, stderrR, statusR := pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
-
-	dec := json.NewDecoder(statusR)
-	_ = statusR.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var first shimStatus
-	derr := dec.Decode(&first)
-	_ = statusR.SetReadDeadline(time.Time{})
-	if derr != nil || first.PID <= 0 {
-		closeAll()
-		if first.Error == "" {
-			_ = unix.Kill(shimPid, unix.SIGKILL)
-		}
-		es := <-shimExit
-		switch {
-		case first.Limit:
-			return nil, s.pidsLimit()
-		case first.Error != "":
-			return nil, badRequest("%s", first.Error)
-		case errors.Is(derr, io.EOF) && es.ok && !es.ws.Signaled():
-			// The shim died before its first report: the Go runtime exits
-			// when it cannot make a thread, which only the pids limit
-			// causes here.
-			return nil, s.pidsLimit()
-		}
-		return nil, fmt.Errorf("shim did not start the command: %w", derr)
-	}
+	stdinW, stdoutR, stderrR := pipes[0][1], pipes[1][0], pipes[2][0]
+	shimPid, shimExit, statusR := sh.pid, sh.exit, sh.status
 
 	p := &proc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: shimPid, done: make(chan struct{}), oomBefore: oomBefore}
 	p.out = newOutputLog(spec.maxOutput, api.Event{Type: api.EventStart, ProcessID: id, PID: first.PID, Time: &startedAt})
@@ -345,14 +306,14 @@ const shimTasks = 8
 
 // commandNProc is the RLIMIT_NPROC of a command about to start: the
 // sandbox's pids for the commands themselves, plus the threads of the
-// agent and of every live shim (the kernel counts them all against the
-// same uid), so that shims never take the commands' share. 0 means no
-// limit.
+// agent and of every live shim, the spare and the next spare included
+// (the kernel counts them all against the same uid), so that shims never
+// take the commands' share. 0 means no limit.
 func (s *Server) commandNProc() int {
 	if s.cfg.NProc <= 0 {
 		return 0
 	}
-	return s.cfg.NProc + selfThreads() + shimTasks*(s.procs.live()+1)
+	return s.cfg.NProc + selfThreads() + shimTasks*(s.procs.live()+2)
 }
 
 // selfThreads is the number of threads of the agent.

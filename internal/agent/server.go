@@ -88,6 +88,7 @@ type Server struct {
 	procs  *procTable
 	reaper *reaper // nil unless Config.Reaper
 	env    envStore
+	shims  shimPool // the spare shim
 	ptys   *ptyTable
 	// watches holds a token per open file watch.
 	watches chan struct{}
@@ -161,6 +162,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	s.refillShim()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var err error
@@ -175,6 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.code.Close()
 	s.killAll(5 * time.Second)
+	s.closeShims(2 * time.Second)
 	if s.reaper != nil {
 		s.reaper.stop()
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -32,40 +33,29 @@ type shimStatus struct {
 	Limit bool `json:"limit,omitempty"`
 }
 
-// shimEnv comes first in the shim's environment, ahead of the command's:
-// the Go runtime reads it at start, before any code of the shim runs, and
-// so starts with one P and fewer threads. The shim drops it from the
-// command's environment.
+// shimEnv is the whole environment of a shim: the Go runtime reads it at
+// start, before any code of the shim runs, and so starts with one P and
+// fewer threads. The command's environment comes in its spec, so nothing
+// of the shim's own reaches it.
 const shimEnv = "GOMAXPROCS=1"
 
-// shimCommandEnv is the shim's environment without shimEnv.
-func shimCommandEnv() []string {
-	env := os.Environ()
-	if len(env) > 0 && env[0] == shimEnv {
-		return env[1:]
-	}
-	return env
-}
-
-// shimArgs is the shim command line (after argv[0]) that runs argv from
-// the executable at path.
-func shimArgs(path string, nproc int, argv []string) []string {
-	args := []string{"shim"}
-	if nproc > 0 {
-		args = append(args, "--nproc", strconv.Itoa(nproc))
-	}
-	return append(append(args, "--", path), argv...)
-}
+// shimArgv is the shim's command line.
+func shimArgv() []string { return []string{"paddock-agent", "shim"} }
 
 // RunShim is the main of the shim subcommand (args follow "shim"):
 //
-//	shim [--status-fd 3] [--nproc N] [--tty] -- PATH ARGV0 [ARG...]
+//	shim [--status-fd 3] [--control-fd 4]
 //
-// It becomes a child subreaper, raises its OOM score, starts PATH with
-// ARGV in its own process group with the shim's stdio, cwd and environment,
-// and reports on the status fd. On SIGTERM, SIGINT or SIGHUP it SIGKILLs
-// every descendant before reporting. It exits once the command ended;
-// background processes the command left behind are then reparented.
+// It becomes a child subreaper, raises its OOM score, makes itself
+// undumpable (nothing in the sandbox may ptrace it or open its
+// descriptors), and waits for its command on the control socket (see
+// shimSpec). It then starts the command in its own process group with the
+// stdio, cwd, environment and RLIMIT_NPROC of the spec, and reports on the
+// status fd. On SIGTERM, SIGINT or SIGHUP it SIGKILLs every descendant
+// before reporting. It exits once the command ended; background processes
+// the command left behind are then reparented. The agent keeps one shim
+// started ahead (a spare), so an exec does not wait for a new process to
+// start.
 func RunShim(args []string) int {
 	// Every thread of the shim counts against the sandbox's pids and
 	// RLIMIT_NPROC, as a command's process does, and a Go program that
@@ -76,43 +66,57 @@ func RunShim(args []string) int {
 	runtime.GOMAXPROCS(1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
-	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC for the command (0 = inherit)")
-	tty := fs.Bool("tty", false, "stdin is a terminal: run the command as a session leader with it as controlling terminal")
-	if err := fs.Parse(args); err != nil {
+	controlFD := fs.Int("control-fd", shimControlFD, "unix socket to receive the command's spec and stdio on")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: paddock-agent shim [--status-fd N] [--control-fd N]")
 		return 2
 	}
-	rest := fs.Args()
-	if len(rest) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: paddock-agent shim [--status-fd N] -- PATH ARGV0 [ARG...]")
-		return 2
-	}
-	// The status pipe must not leak into the command.
+	// Neither descriptor may leak into the command.
 	unix.CloseOnExec(*statusFD)
+	unix.CloseOnExec(*controlFD)
 	status := os.NewFile(uintptr(*statusFD), "status")
 	enc := json.NewEncoder(status)
 
 	_ = os.WriteFile("/proc/self/comm", []byte("paddock-shim"), 0) // not "exe" in ps
+	// Sealed: a shim is dumpable (open to ptrace and to /proc/<pid>/fd
+	// from the sandbox) from its exec until this call.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("500"), 0)
-	if *nproc > 0 {
-		lim := uint64(*nproc)
+	spareThreads(4)
+
+	spec, stdio, err := recvShimSpec(*controlFD)
+	unix.Close(*controlFD)
+	if errors.Is(err, io.EOF) {
+		return 0 // a spare the agent no longer needs
+	}
+	if err != nil {
+		_ = enc.Encode(shimStatus{Error: err.Error()})
+		return 2
+	}
+	if spec.NProc > 0 {
+		lim := uint64(spec.NProc)
 		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
 	}
 	// Two channels, so that a burst of SIGCHLD can never crowd out a stop
 	// signal; one pending SIGCHLD is enough, as each reaps every child.
+	// Set up only now: a spare ends at a stop signal, by default.
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, unix.SIGCHLD)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
-	spareThreads(4)
-	pid, err := syscall.ForkExec(rest[0], rest[1:], &syscall.ProcAttr{
-		Env:   shimCommandEnv(),
-		Files: []uintptr{0, 1, 2},
-		Sys:   shimSysProcAttr(*tty),
+	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
+		Sys:   shimSysProcAttr(spec.TTY),
 	})
+	for _, fd := range stdio { // the command's alone: EOF reaches the agent when it ends
+		unix.Close(fd)
+	}
 	if err != nil {
-		st := shimStatus{Error: fmt.Sprintf("exec %s: %v", rest[1], err)}
+		st := shimStatus{Error: fmt.Sprintf("exec %s: %v", spec.Argv[0], err)}
 		if errors.Is(err, unix.EAGAIN) {
 			st.Limit = true
 		}

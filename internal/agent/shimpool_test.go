@@ -1,0 +1,115 @@
+package agent_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/agent"
+	"golang.org/x/sys/unix"
+)
+
+// spareShims lists the spare shims of this test process: its children
+// named paddock-shim that hold the control socket on fd 4 (a shim running
+// a command has closed it).
+func spareShims(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if !strings.Contains(s, "(paddock-shim)") || len(f) < 2 || f[1] != self || f[0] == "Z" {
+			continue
+		}
+		if link, err := os.Readlink("/proc/" + e.Name() + "/fd/4"); err == nil && strings.HasPrefix(link, "socket:") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitSpare waits for a spare shim to be ready and returns its pid.
+func waitSpare(t *testing.T) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if pids := spareShims(t); len(pids) == 1 {
+			return pids[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no single spare shim: %v", spareShims(t))
+	return 0
+}
+
+// TestSpareShim checks that the agent keeps one spare shim, that an exec
+// uses it and a new one replaces it, that an exec still works after the
+// spare was killed, and that the spare never shows in the process list.
+func TestSpareShim(t *testing.T) {
+	h := newHarness(t, agent.Config{})
+	first := waitSpare(t)
+	if res := h.exec(api.ExecRequest{Command: "echo $PPID"}); strings.TrimSpace(res.Stdout) != strconv.Itoa(first) {
+		t.Errorf("exec ran under %q, want the spare shim %d", res.Stdout, first)
+	}
+	second := waitSpare(t)
+	if second == first {
+		t.Fatalf("spare %d not replaced", first)
+	}
+	var list api.ListProcessesResponse
+	h.must(200, "GET", "/processes", nil, &list)
+	for _, p := range list.Processes {
+		if p.PID == second {
+			t.Errorf("the spare shows in the process list: %+v", p)
+		}
+	}
+	if err := syscallKill(second); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" || deref(res.ExitCode) != 0 {
+			t.Fatalf("exec after the spare was killed: %+v", res)
+		}
+	}
+}
+
+// TestExecEnvHasNoAgentVars checks that commands inherit nothing of the
+// agent's and shims' own settings (GOMAXPROCS, PADDOCK_*), in exec and on
+// a terminal alike.
+func TestExecEnvHasNoAgentVars(t *testing.T) {
+	t.Setenv("PADDOCK_SECRET_TEST", "x")
+	h := newHarness(t, agent.Config{})
+	for _, req := range []api.ExecRequest{{Argv: []string{"env"}}, {Command: "env"}} {
+		res := h.exec(req)
+		if deref(res.ExitCode) != 0 || !strings.Contains(res.Stdout, "PATH=") {
+			t.Fatalf("env: %+v", res)
+		}
+		for _, bad := range []string{"GOMAXPROCS=", "PADDOCK_"} {
+			if strings.Contains(res.Stdout, bad) {
+				t.Errorf("%v: command environment holds %s:\n%s", req, bad, res.Stdout)
+			}
+		}
+	}
+	res := h.exec(api.ExecRequest{Argv: []string{"env"}, Env: map[string]string{"GOMAXPROCS": "3"}})
+	if !strings.Contains(res.Stdout, "GOMAXPROCS=3\n") {
+		t.Errorf("a requested GOMAXPROCS is lost:\n%s", res.Stdout)
+	}
+}
+
+func syscallKill(pid int) error { return unix.Kill(pid, unix.SIGKILL) }

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -51,8 +50,9 @@ type Config struct {
 	Prices             *manager.Prices               `json:"prices,omitempty"`
 	// Retention of paused and stopped sandboxes (retention.go).
 	Retention
-	// WarmPool is the number of idle sandboxes kept ready per template.
-	WarmPool map[string]int `json:"warm_pool,omitempty"`
+	// WarmPool is the warm pool: idle sandboxes kept ready per template
+	// (warmpool.go).
+	WarmPool WarmPoolConfig `json:"warm_pool,omitempty"`
 	// TemplateCacheBytes is the disk budget of the template store (image
 	// layers and the build cache; 0 = none); TemplateImportDirs are the
 	// host directories API requests may import oci_layout and tarball
@@ -90,7 +90,7 @@ func serve(args []string) error {
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
-	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
+	warmPool := addWarmPoolFlags(fs)
 	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
@@ -162,12 +162,7 @@ func serve(args []string) error {
 	if set["mcp-idle-timeout"] || cfg.MCPIdleTimeoutSeconds == 0 {
 		cfg.MCPIdleTimeoutSeconds = int64(max(mcpIdle.Seconds(), 1))
 	}
-	if set["warm-pool"] {
-		if cfg.WarmPool == nil {
-			cfg.WarmPool = map[string]int{}
-		}
-		cfg.WarmPool["base"] = *warmPool
-	}
+	warmPool.apply(&cfg.WarmPool, set)
 	return run(cfg)
 }
 
@@ -254,14 +249,15 @@ func run(cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("port key: %w", err)
 	}
-	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
+	poolCfg, err := cfg.WarmPool.poolConfig(b.Templates(), cfg.MaxSandboxes, log)
+	if err != nil {
 		return err
 	}
 	mcfg, err := managerConfig(cfg)
 	if err != nil {
 		return err
 	}
-	mcfg.WarmPool = cfg.WarmPool
+	mcfg.WarmPool = poolCfg
 	metrics := server.NewMetrics()
 	cn, err := newClusterNode(cfg, st, b.Templates, log)
 	if err != nil {
@@ -335,6 +331,7 @@ func serveAPI(ctx context.Context, cfg Config, mgr *manager.Manager, scfg server
 	apiSrv.CloseMCP(sctx) // deletes MCP sessions' sandboxes through the API, so before Shutdown
 	srv.Shutdown(sctx)
 	<-reaperDone
+	mgr.DrainPool(sctx) // idle pool sandboxes are not kept across a stop
 	return nil
 }
 
@@ -388,23 +385,4 @@ func managerConfig(cfg Config) (manager.Config, error) {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// checkWarmPool refuses negative pool sizes and warns about pools the
-// daemon cannot fill (unknown templates, more than --max-sandboxes).
-func checkWarmPool(sizes map[string]int, templates []string, maxSandboxes int, log *slog.Logger) error {
-	total := 0
-	for t, n := range sizes {
-		if n < 0 {
-			return fmt.Errorf("warm_pool: %q: size must not be negative", t)
-		}
-		if n > 0 && !slices.Contains(templates, t) {
-			log.Warn("warm_pool names a template that does not exist (yet); it is filled once it does", "template", t)
-		}
-		total += n
-	}
-	if total > maxSandboxes {
-		log.Warn("warm pools together exceed --max-sandboxes; they are filled as far as it allows", "pools", total, "max_sandboxes", maxSandboxes)
-	}
-	return nil
 }

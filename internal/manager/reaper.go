@@ -116,6 +116,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.sample(ctx)
 		}
 		m.reapOnce(ctx, checkLive)
+		m.shrinkPool(ctx)
 	}
 }
 

@@ -115,7 +115,7 @@ bench: build
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Latency|Code|Capacity|Lifecycle|NetworkOnOff|NoisyNeighbor|Pool|Surface|Terminal)$$' -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 	$(MAKE) bench-perf
 
-## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, delete latency, deleting N, create → first result); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
+## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, delete latency, deleting N, create → first result cold and pooled, sustained cycles with the pool off and on); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
 BASELINE ?=
 BENCH_BASE_DIR ?= /tmp/paddock-bench-baseline
 bench-perf: build
@@ -123,7 +123,7 @@ bench-perf: build
 	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
 		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
-	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|Delete|Create)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|Delete|Create|Cycles)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
 
 ## bench-surface: another tenant's exec latency and the daemon's peak RSS, quiet and under each daemon-surface attack (docs/benchmarks.md)
 bench-surface: build

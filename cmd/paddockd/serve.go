@@ -75,6 +75,8 @@ type Config struct {
 	MCPIdleTimeoutSeconds int64 `json:"mcp_idle_timeout_seconds,omitempty"`
 	// Cluster turns on cluster mode on Kubernetes (cluster.go).
 	Cluster ClusterConfig `json:"cluster,omitempty"`
+	// pprofListen is --pprof-listen (a flag only; pprof.go).
+	pprofListen string
 }
 
 func serve(args []string) error {
@@ -91,6 +93,7 @@ func serve(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
 	warmPool := addWarmPoolFlags(fs)
+	pprofListen := fs.String("pprof-listen", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
@@ -163,6 +166,11 @@ func serve(args []string) error {
 		cfg.MCPIdleTimeoutSeconds = int64(max(mcpIdle.Seconds(), 1))
 	}
 	warmPool.apply(&cfg.WarmPool, set)
+	if cfg.pprofListen = *pprofListen; cfg.pprofListen != "" {
+		if err := checkLoopback(cfg.pprofListen); err != nil {
+			return fmt.Errorf("--pprof-listen: %w", err)
+		}
+	}
 	return run(cfg)
 }
 
@@ -290,6 +298,13 @@ func run(cfg Config) error {
 		return err
 	}
 	defer stopE2B()
+	if cfg.pprofListen != "" {
+		stopPprof, err := servePprof(ctx, cfg.pprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
 		PortKey: portKey, Templates: templates}, keys, b.Templates(), log)
 }

@@ -51,7 +51,7 @@ func BenchmarkCycles(b *testing.B) {
 	}
 	res := make([]result, len(ds))
 	const rounds = 2
-	for r := range rounds {
+	for range rounds {
 		for j, d := range ds {
 			self0, child0 := procTicks(d.cmd.Process.Pid)
 			t0 := time.Now()
@@ -62,7 +62,6 @@ func BenchmarkCycles(b *testing.B) {
 			res[j].errs += errs
 			res[j].self += self1 - self0
 			res[j].children += child1 - child0
-			_ = r
 		}
 	}
 	fmt.Println()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,11 +20,19 @@ const createBenchUIDBase = crashUIDBase + 2000*65536
 
 // BenchmarkCreate times a cold create → the first `python3 -c 'print(1)'`
 // result, as a client sees it, -paddock.create.n times per daemon,
-// interleaved with the baseline build's daemon when one is given. The
+// interleaved with the baseline build's daemon when one is given and with
+// a daemon of this build with its default warm pool ("this-pool"). The
 // delete after each is not timed.
 func BenchmarkCreate(b *testing.B) {
 	requireDaemon(b)
-	names, ds := benchDaemons(b, createBenchUIDBase, 4)
+	names, ds := benchDaemons(b, createBenchUIDBase, 4, "--warm-pool", "0")
+	pooled, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(createBenchUIDBase + 20*65536),
+		"--max-sandboxes", "12", "--max-sandboxes-per-key", "-1"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pooled.shutdown)
+	names, ds = append(names, "this-pool"), append(ds, pooled)
 	ctx := context.Background()
 	lat := make([][]time.Duration, len(ds))
 	for i := 0; i < *createN; i++ {
@@ -48,8 +57,8 @@ func BenchmarkCreate(b *testing.B) {
 		b.ReportMetric(ms(pct(lat[j], 99)), "create-"+name+"-p99-ms")
 		fmt.Printf("create → first python3 result (%s): median %.1f ms, p99 %.1f ms over %d\n", name, ms(pct(lat[j], 50)), ms(pct(lat[j], 99)), len(lat[j]))
 	}
-	if len(ds) == 2 {
-		fmt.Printf("create: this/baseline median %.2f×\n", float64(pct(lat[0], 50))/float64(pct(lat[1], 50)))
+	for j := 1; j < len(ds); j++ {
+		fmt.Printf("create: %s/this median %.2f×\n", names[j], float64(pct(lat[j], 50))/float64(pct(lat[0], 50)))
 	}
 	b.ReportMetric(0, "ns/op")
 }

@@ -20,15 +20,15 @@ var (
 // benchDaemons starts this build's daemon and, with -paddock.baseline.bin,
 // the baseline's, each with uid ranges of its own from uidBase and room
 // for max sandboxes. Names are "this" and "baseline".
-func benchDaemons(b *testing.B, uidBase, max int) (names []string, ds []*daemon) {
+func benchDaemons(b *testing.B, uidBase, max int, args ...string) (names []string, ds []*daemon) {
 	bins := []string{""}
 	names = []string{"this"}
 	if *baselineBin != "" {
 		bins, names = append(bins, *baselineBin), append(names, "baseline")
 	}
 	for i, bin := range bins {
-		d, err := startDaemon(daemonOptions{bin: bin, extraArgs: []string{"--uid-base", strconv.Itoa(uidBase + i*(max+2)*65536),
-			"--max-sandboxes", strconv.Itoa(max), "--max-sandboxes-per-key", "-1"}})
+		d, err := startDaemon(daemonOptions{bin: bin, extraArgs: append([]string{"--uid-base", strconv.Itoa(uidBase + i*(max+2)*65536),
+			"--max-sandboxes", strconv.Itoa(max), "--max-sandboxes-per-key", "-1"}, args...)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -49,7 +49,7 @@ const deleteBenchUIDBase = crashUIDBase + 1900*65536
 // and until the host is clean.
 func BenchmarkDelete(b *testing.B) {
 	requireDaemon(b)
-	names, ds := benchDaemons(b, deleteBenchUIDBase, 24)
+	names, ds := benchDaemons(b, deleteBenchUIDBase, 24, "--warm-pool", "0")
 	ctx := context.Background()
 	lat := make([][]time.Duration, len(ds))
 	for i := 0; i < *deleteN; i++ {

@@ -46,7 +46,9 @@ func TestDeleteCrashSafe(t *testing.T) {
 	requireDaemon(t)
 	const n = 8
 	uidHi := deleteUIDBase + (n+2)*65536
-	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(deleteUIDBase), "--max-sandboxes", strconv.Itoa(n + 2), "--max-sandboxes-per-key", "-1"}})
+	// --warm-pool 0: every process, mount and cgroup in the uid range is
+	// counted as this test's; the pool's own crash safety is TestPoolRestart's.
+	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(deleteUIDBase), "--max-sandboxes", strconv.Itoa(n + 2), "--max-sandboxes-per-key", "-1", "--warm-pool", "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

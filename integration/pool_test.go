@@ -107,11 +107,11 @@ func sandboxDirs(d *daemon) []string {
 }
 
 // TestPool: creates are served from a pool of 2, a create with other
-// memory, pids, env and lease is served too and gets them, a create with
+// memory, cpu, env and lease is served too and gets them, a create with
 // another disk size is cold, the pool refills, and pool sandboxes are
 // invisible to every key.
 func TestPool(t *testing.T) {
-	d := startPoolDaemon(t, 0, `{"warm_pool": {"base": 2}}`)
+	d := startPoolDaemon(t, 0, `{"warm_pool": {"base": {"min": 2, "max": 2}}}`)
 	ctx := ctxT(t)
 	waitEvent(t, d, "pool_create", 2)
 	if dirs := sandboxDirs(d); len(dirs) != 2 {
@@ -144,9 +144,9 @@ func TestPool(t *testing.T) {
 	}
 	t.Logf("pooled create took %v", took)
 
-	// Other memory, pids, env, lease and metadata: still from the pool.
+	// Other memory, cpu, env, lease and metadata: still from the pool.
 	custom := newSandboxOn(t, d, 0, &api.CreateSandboxRequest{
-		Resources:      &api.Resources{MemoryMiB: 256, PIDs: 100, VCPUs: 0.5},
+		Resources:      &api.Resources{MemoryMiB: 256, VCPUs: 0.5},
 		Env:            map[string]string{"POOL_GREETING": "hello from env", "LANG": "C"},
 		Metadata:       map[string]string{"user": "alice"},
 		TimeoutSeconds: 120,
@@ -155,7 +155,7 @@ func TestPool(t *testing.T) {
 	if ev["pool_hit"] != 2 {
 		t.Fatalf("create with other memory and env: events %v", ev)
 	}
-	if custom.Metadata["user"] != "alice" || custom.Resources.MemoryMiB != 256 || custom.Resources.PIDs != 100 ||
+	if custom.Metadata["user"] != "alice" || custom.Resources.MemoryMiB != 256 || custom.Resources.PIDs != 256 ||
 		custom.ExpiresAt.Sub(custom.CreatedAt).Round(time.Second) != 120*time.Second {
 		t.Fatalf("record: %+v", custom.Sandbox)
 	}
@@ -167,7 +167,7 @@ cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu,cpuacct/cpu.cfs
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
-	if len(lines) != 4 || lines[0] != "hello from env/C" || lines[1] != strconv.Itoa(256<<20) || lines[2] != "964" /* 100 × (1 + 8 shim threads) + the agent reserve of 64 (container.pidsMax) */ ||
+	if len(lines) != 4 || lines[0] != "hello from env/C" || lines[1] != strconv.Itoa(256<<20) || lines[2] != "2368" /* the default 256 × (1 + 8 shim threads) + the agent reserve of 64 (container.pidsMax) */ ||
 		!strings.HasPrefix(lines[3], "50000") {
 		t.Fatalf("env and limits in the sandbox: %q (stderr %q)", res.Stdout, res.Stderr)
 	}
@@ -238,7 +238,7 @@ cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu,cpuacct/cpu.cfs
 // against the per-key limit, and a create on a full host destroys an idle
 // pool sandbox rather than fail.
 func TestPoolCapacity(t *testing.T) {
-	d := startPoolDaemon(t, 1, "", "--warm-pool", "2", "--max-sandboxes", "3", "--max-sandboxes-per-key", "2")
+	d := startPoolDaemon(t, 1, "", "--warm-pool", "2", "--warm-pool-min", "2", "--max-sandboxes", "3", "--max-sandboxes-per-key", "2")
 	ctx := ctxT(t)
 	waitEvent(t, d, "pool_create", 2)
 	a := newSandboxOn(t, d, 0, nil)
@@ -288,7 +288,7 @@ func TestPoolCapacity(t *testing.T) {
 // its env, the idle pool sandboxes are destroyed and replaced, and once
 // everything is deleted nothing is left on the host.
 func TestPoolRestart(t *testing.T) {
-	d := startPoolDaemon(t, 2, "", "--warm-pool", "2")
+	d := startPoolDaemon(t, 2, "", "--warm-pool", "2", "--warm-pool-min", "2")
 	base := poolUIDBase + 2*100*65536
 	ctx := ctxT(t)
 	waitEvent(t, d, "pool_create", 2)
@@ -318,8 +318,8 @@ func TestPoolRestart(t *testing.T) {
 		}
 	}
 	all := append(slices.Clone(seen), now...)
-	// A graceful stop leaves the pool running; the next start (without
-	// pool) destroys it.
+	// A graceful stop destroys the idle pool and leaves alice's sandbox
+	// running.
 	stopPoolDaemonKeep(t, d)
 	if err := sb.Kill(ctx); err != nil {
 		t.Fatal(err)
@@ -344,8 +344,8 @@ func TestPoolRestart(t *testing.T) {
 func stopPoolDaemonKeep(t *testing.T, d *daemon) {
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	d.cmd.Wait()
-	if n := len(sandboxDirs(d)); n != 3 {
-		t.Fatalf("a graceful stop leaves the sandboxes running: %d", n)
+	if dirs := sandboxDirs(d); len(dirs) != 1 {
+		t.Fatalf("a graceful stop leaves alice's sandbox running and destroys the idle pool: %v", dirs)
 	}
 	d.opts.extraArgs = append(d.opts.extraArgs, "--warm-pool", "0")
 	if err := d.start(); err != nil {

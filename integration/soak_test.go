@@ -40,7 +40,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak disabled; run with -paddock.soak")
 	}
 	base := crashUIDBase + 80*65536
-	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(base), "--max-sandboxes", strconv.Itoa(*soakN * 2), "--max-sandboxes-per-key", "-1"}})
+	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(base), "--max-sandboxes", strconv.Itoa(*soakN * 2), "--max-sandboxes-per-key", "-1", "--warm-pool", "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

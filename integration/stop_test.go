@@ -23,10 +23,12 @@ func startLifecycleDaemon(t *testing.T) *daemon {
 	t.Helper()
 	requireDaemon(t)
 	// Its own network pool and proxy ports: the defaults may be taken by
-	// another daemon on the host.
+	// another daemon on the host. No warm pool: the tests count every
+	// process and mount in the uid range as theirs (the pool's own crash
+	// safety is TestPoolRestart's).
 	d, err := startDaemon(daemonOptions{config: `{"network": {"pool": "10.95.0.0/16", "proxy_port": 15501, "dns_port": 15553}}`,
 		extraArgs: []string{"--uid-base", strconv.Itoa(lifecycleUIDBase), "--max-sandboxes", "10",
-			"--pause-retention", "600", "--max-pause-retention", "1200", "--stop-retention", "3600", "--max-stop-retention", "7200"}})
+			"--pause-retention", "600", "--max-pause-retention", "1200", "--stop-retention", "3600", "--max-stop-retention", "7200", "--warm-pool", "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"runtime"
+	"strings"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"golang.org/x/sys/unix"

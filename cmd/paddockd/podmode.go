@@ -162,14 +162,15 @@ func runPod(cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("port key: %w", err)
 	}
-	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
+	poolCfg, err := cfg.WarmPool.poolConfig(b.Templates(), cfg.MaxSandboxes, log)
+	if err != nil {
 		return err
 	}
 	mcfg, err := managerConfig(cfg)
 	if err != nil {
 		return err
 	}
-	mcfg.WarmPool = cfg.WarmPool
+	mcfg.WarmPool = poolCfg
 	mcfg.NoNetworkReason = podNoNetwork
 	metrics := server.NewMetrics()
 	cn, err := newClusterNode(cfg, st, b.Templates, log)

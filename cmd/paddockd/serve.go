@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -51,8 +50,9 @@ type Config struct {
 	Prices             *manager.Prices               `json:"prices,omitempty"`
 	// Retention of paused and stopped sandboxes (retention.go).
 	Retention
-	// WarmPool is the number of idle sandboxes kept ready per template.
-	WarmPool map[string]int `json:"warm_pool,omitempty"`
+	// WarmPool is the warm pool: idle sandboxes kept ready per template
+	// (warmpool.go).
+	WarmPool WarmPoolConfig `json:"warm_pool,omitempty"`
 	// TemplateCacheBytes is the disk budget of the template store (image
 	// layers and the build cache; 0 = none); TemplateImportDirs are the
 	// host directories API requests may import oci_layout and tarball
@@ -79,6 +79,8 @@ type Config struct {
 	// latter (podmode.go).
 	Backend string    `json:"backend,omitempty"`
 	Pod     PodConfig `json:"pod,omitempty"`
+	// pprofListen is --pprof-listen (a flag only; pprof.go).
+	pprofListen string
 }
 
 func serve(args []string) error {
@@ -94,7 +96,8 @@ func serve(args []string) error {
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
-	warmPool := fs.Int("warm-pool", 0, `idle sandboxes of the "base" template kept ready for creates (overrides the config's warm_pool.base)`)
+	warmPool := addWarmPoolFlags(fs)
+	pprofListen := fs.String("pprof-listen", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
 	allowPrivate := fs.String("network-allow-private", "", "comma-separated CIDRs of loopback, link-local or private ranges tenants' network allow entries may open (default none; the sandbox pool never)")
@@ -168,11 +171,11 @@ func serve(args []string) error {
 	if set["mcp-idle-timeout"] || cfg.MCPIdleTimeoutSeconds == 0 {
 		cfg.MCPIdleTimeoutSeconds = int64(max(mcpIdle.Seconds(), 1))
 	}
-	if set["warm-pool"] {
-		if cfg.WarmPool == nil {
-			cfg.WarmPool = map[string]int{}
+	warmPool.apply(&cfg.WarmPool, set)
+	if cfg.pprofListen = *pprofListen; cfg.pprofListen != "" {
+		if err := checkLoopback(cfg.pprofListen); err != nil {
+			return fmt.Errorf("--pprof-listen: %w", err)
 		}
-		cfg.WarmPool["base"] = *warmPool
 	}
 	return run(cfg)
 }
@@ -267,14 +270,15 @@ func run(cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("port key: %w", err)
 	}
-	if err := checkWarmPool(cfg.WarmPool, b.Templates(), cfg.MaxSandboxes, log); err != nil {
+	poolCfg, err := cfg.WarmPool.poolConfig(b.Templates(), cfg.MaxSandboxes, log)
+	if err != nil {
 		return err
 	}
 	mcfg, err := managerConfig(cfg)
 	if err != nil {
 		return err
 	}
-	mcfg.WarmPool = cfg.WarmPool
+	mcfg.WarmPool = poolCfg
 	metrics := server.NewMetrics()
 	cn, err := newClusterNode(cfg, st, b.Templates, log)
 	if err != nil {
@@ -307,6 +311,13 @@ func run(cfg Config) error {
 		return err
 	}
 	defer stopE2B()
+	if cfg.pprofListen != "" {
+		stopPprof, err := servePprof(ctx, cfg.pprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
 		PortKey: portKey, Templates: templates}, keys, b.Templates(), log)
 }
@@ -348,6 +359,7 @@ func serveAPI(ctx context.Context, cfg Config, mgr *manager.Manager, scfg server
 	apiSrv.CloseMCP(sctx) // deletes MCP sessions' sandboxes through the API, so before Shutdown
 	srv.Shutdown(sctx)
 	<-reaperDone
+	mgr.DrainPool(sctx) // idle pool sandboxes are not kept across a stop
 	return nil
 }
 
@@ -401,23 +413,4 @@ func managerConfig(cfg Config) (manager.Config, error) {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// checkWarmPool refuses negative pool sizes and warns about pools the
-// daemon cannot fill (unknown templates, more than --max-sandboxes).
-func checkWarmPool(sizes map[string]int, templates []string, maxSandboxes int, log *slog.Logger) error {
-	total := 0
-	for t, n := range sizes {
-		if n < 0 {
-			return fmt.Errorf("warm_pool: %q: size must not be negative", t)
-		}
-		if n > 0 && !slices.Contains(templates, t) {
-			log.Warn("warm_pool names a template that does not exist (yet); it is filled once it does", "template", t)
-		}
-		total += n
-	}
-	if total > maxSandboxes {
-		log.Warn("warm pools together exceed --max-sandboxes; they are filled as far as it allows", "pools", total, "max_sandboxes", maxSandboxes)
-	}
-	return nil
 }

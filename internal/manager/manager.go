@@ -66,9 +66,9 @@ type Config struct {
 	// Events, if set, is called with the name of each lifecycle event
 	// ("create", "expire", "pause", ...), for metrics.
 	Events func(event string)
-	// WarmPool is the number of idle sandboxes kept ready per template
-	// (see pool.go).
-	WarmPool map[string]int
+	// WarmPool configures the idle sandboxes kept ready per template
+	// (see pool.go); no templates: no pool.
+	WarmPool pool.Config
 	// CleanupWorkers bounds the deferred cleanups of deleted sandboxes
 	// running at once (delete.go); 0 means DefaultCleanupWorkers.
 	CleanupWorkers int

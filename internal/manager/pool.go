@@ -2,10 +2,13 @@ package manager
 
 // The warm pool.
 //
-// For every template named in Config.WarmPool the manager keeps that many
-// idle sandboxes created ahead of time with the default resources and no
-// env, so that Create can hand one out instead of building a sandbox while
-// the caller waits.
+// For every template named in Config.WarmPool the manager keeps idle
+// sandboxes created ahead of time with the default resources and no env,
+// so that Create can hand one out instead of building a sandbox while the
+// caller waits. How many is the pool package's policy (between the
+// template's Min and Max, following recent creates, paused on low host
+// memory); every create of a pooled template counts as demand, and the
+// reaper destroys idle sandboxes beyond the target.
 //
 // Pool sandboxes are ordinary records in the store with the owner "" (no
 // API key has an empty id, so no key can see, list, exec in or delete
@@ -17,9 +20,12 @@ package manager
 //
 // Create takes an idle sandbox of the requested template, built from the
 // same template version (backend reference) the caller's own create would
-// use, when the request can be applied to it (see poolable): the disk size must be the default
-// (a disk is sized at creation); other vcpus/memory_mib/pids are applied
-// in place through the backend's sandbox.Updater; env is set in the guest
+// use, when the request can be applied to it exactly (see poolable and
+// appliesInPlace): the disk size and pids must be the defaults (the disk
+// is sized at creation, and pids is also the guest agent's RLIMIT_NPROC),
+// memory the default or, like it, at least 256 MiB (/dev/shm's size);
+// vcpus and memory_mib are applied in place through the backend's
+// sandbox.Updater; env is set in the guest
 // agent (PUT /env), which adds it to every later command. The record then
 // gets the caller as owner and the request's metadata, resources, env,
 // lease, on_timeout and max_cost_micros, with created_at and the lease
@@ -33,10 +39,10 @@ package manager
 // templates together, with an exponential backoff per template after
 // failures. Idle pool sandboxes carry a lease of poolLease that the reaper
 // renews; the reaper recycles those that died or are older than
-// poolMaxAge or whose template changed. Recover does not re-adopt pool
-// sandboxes after a restart: it destroys them and drops their records (a
-// daemon upgrade may bring a new agent or template), and the pool refills.
-// Shutdown leaves them running for that.
+// poolMaxAge or whose template changed. A graceful stop destroys the idle
+// sandboxes (DrainPool). Recover does not re-adopt pool sandboxes after a
+// crash: it destroys them and drops their records (a daemon upgrade may
+// bring a new agent or template), and the pool refills.
 
 import (
 	"context"

@@ -26,9 +26,8 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.Create
 		m.yieldForCreate(ctx, owner)
 		return nil, false, nil
 	}
-	def := m.cfg.Defaults
-	_, canUpdate := m.backend.(sandbox.Updater)
-	if !poolable(req) || want.Resources.DiskMiB != def.DiskMiB || (want.Resources != def && !canUpdate) {
+	p.Demand(want.Template, time.Now())
+	if !poolable(req) || !m.appliesInPlace(want.Resources) {
 		m.event("pool_miss")
 		m.yieldForCreate(ctx, owner)
 		return nil, false, nil
@@ -66,6 +65,24 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.Create
 	m.log.Info("sandbox created", "sandbox", rec.ID, "owner", owner, "template", rec.Template,
 		"runtime", rec.Runtime, "warm_pool", true, "ms", time.Since(start).Milliseconds())
 	return rec, true, nil
+}
+
+// appliesInPlace reports whether a pool sandbox made with the default
+// resources gets exactly r by an in-place update. The disk is sized at
+// creation; the pids limit is also the RLIMIT_NPROC the guest agent was
+// started with; /dev/shm is sized at creation as a quarter of the memory,
+// capped at 64 MiB (container.shmSize), so memory can change in place only
+// where both sizes are at that cap. Everything else differing from the
+// defaults needs a backend that updates running sandboxes.
+func (m *Manager) appliesInPlace(r sandbox.Resources) bool {
+	def := m.cfg.Defaults
+	if r == def {
+		return true
+	}
+	const shmCapMiB = 256 // memory from which /dev/shm is 64 MiB
+	_, canUpdate := m.backend.(sandbox.Updater)
+	return canUpdate && r.DiskMiB == def.DiskMiB && r.PIDs == def.PIDs &&
+		(r.MemoryMiB == def.MemoryMiB || (r.MemoryMiB >= shmCapMiB && def.MemoryMiB >= shmCapMiB))
 }
 
 // poolable reports whether req asks only for what can be applied to a

@@ -70,6 +70,48 @@ func (m *Manager) reapPooled(ctx context.Context, r *store.Record, now time.Time
 	return true
 }
 
+// shrinkPool destroys the idle pool sandboxes beyond each template's
+// target (the reaper's hook: the target falls back to its minimum after a
+// while without creates).
+func (m *Manager) shrinkPool(ctx context.Context) {
+	if n := m.discardAll(ctx, m.pool.Shrink(time.Now())); n > 0 {
+		m.log.Info("warm pool: shrank without demand", "destroyed", n)
+	}
+}
+
+// DrainPool destroys every idle pool sandbox, once the reaper has stopped
+// (a graceful stop): a stopped daemon holds no idle sandbox. Sandboxes
+// left by a crash are destroyed by the next Recover.
+func (m *Manager) DrainPool(ctx context.Context) {
+	if !m.pool.Enabled() {
+		return
+	}
+	if n := m.discardAll(ctx, m.pool.Drain()); n > 0 {
+		m.log.Info("warm pool: destroyed the idle sandboxes", "count", n)
+	}
+}
+
+// discardAll destroys the pool sandboxes the caller took out of the pool,
+// a few at a time, and returns how many there were.
+func (m *Manager) discardAll(ctx context.Context, ids map[string][]string) int {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	n := 0
+	for _, list := range ids {
+		for _, id := range list {
+			n++
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				m.discardPooled(ctx, id)
+			}()
+		}
+	}
+	wg.Wait()
+	return n
+}
+
 // discardOrphan destroys a running pool sandbox that is in no idle list,
 // unless it was handed out or put in the pool meanwhile (checked under
 // the sandbox's lock, which a hand-out holds until the owner is stored).

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/internal/pool"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
@@ -143,7 +144,7 @@ func newPoolManager(t *testing.T, be sandbox.Backend, n int) (*Manager, *store.S
 	}
 	t.Cleanup(func() { st.Close() })
 	cfg := DefaultConfig()
-	cfg.WarmPool = map[string]int{"base": n}
+	cfg.WarmPool = pool.Config{Templates: map[string]pool.Limits{"base": {Min: n, Max: n}}}
 	cfg.ReapInterval, cfg.LivenessInterval = 10*time.Millisecond, 10*time.Millisecond
 	cfg.MaxSandboxes = 10
 	m := New(cfg, Deps{Store: st, Backend: be, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -193,7 +194,7 @@ func TestPoolHandOut(t *testing.T) {
 
 	idle := idleIDs(m)
 	rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{
-		Resources: sandbox.Resources{MemoryMiB: 1024, PIDs: 64}, Env: map[string]string{"A": "1"},
+		Resources: sandbox.Resources{MemoryMiB: 1024, VCPUs: 2}, Env: map[string]string{"A": "1"},
 		Metadata: map[string]string{"k": "v"}, TimeoutSeconds: 60, OnTimeout: sandbox.OnTimeoutPause, MaxCostMicros: 1e9,
 	})
 	if err != nil {
@@ -202,7 +203,7 @@ func TestPoolHandOut(t *testing.T) {
 	fb.mu.Lock()
 	upd, env := fb.updates[rec.ID], fb.envs[rec.ID]
 	fb.mu.Unlock()
-	want := sandbox.Resources{VCPUs: 1, MemoryMiB: 1024, DiskMiB: 1024, PIDs: 64}
+	want := sandbox.Resources{VCPUs: 2, MemoryMiB: 1024, DiskMiB: 1024, PIDs: 256}
 	if upd != want || !reflect.DeepEqual(env, map[string]string{"A": "1"}) || rec.Resources != want ||
 		rec.Metadata["k"] != "v" || rec.OnTimeout != sandbox.OnTimeoutPause || rec.MaxCostMicros != 1e9 ||
 		rec.TimeoutSeconds != 60 || rec.ExpiresAt.Sub(rec.CreatedAt) != 60*time.Second || rec.Env["A"] != "1" {
@@ -212,25 +213,32 @@ func TestPoolHandOut(t *testing.T) {
 		t.Fatalf("custom create was not pooled: %s not in %v", rec.ID, idle)
 	}
 
-	// Another disk size: cold, with the request's spec.
-	rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{Resources: sandbox.Resources{DiskMiB: 100}, Env: map[string]string{"B": "2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := fb.spec(rec.ID)
-	if spec.Resources.DiskMiB != 100 || spec.Env["B"] != "2" {
-		t.Fatalf("cold create spec: %+v", spec)
+	// What an update cannot give exactly: cold, with the request's spec.
+	for _, r := range []sandbox.Resources{
+		{DiskMiB: 100},   // the disk is sized at creation
+		{PIDs: 64},       // also the agent's RLIMIT_NPROC
+		{MemoryMiB: 128}, // /dev/shm is sized from memory below 256 MiB
+	} {
+		rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{Resources: r, Env: map[string]string{"B": "2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := fb.spec(rec.ID)
+		if slices.Contains(idle, rec.ID) || spec.Env["B"] != "2" || (r.DiskMiB != 0 && spec.Resources.DiskMiB != r.DiskMiB) ||
+			(r.PIDs != 0 && spec.Resources.PIDs != r.PIDs) || (r.MemoryMiB != 0 && spec.Resources.MemoryMiB != r.MemoryMiB) {
+			t.Fatalf("cold create %+v spec: %+v", r, spec)
+		}
 	}
 	// Another template (not pooled): cold.
 	if rec, err = m.Create(ctx, "alice", sandbox.CreateRequest{Template: "other"}); err != nil || fb.spec(rec.ID).Template != "other" {
 		t.Fatalf("other template: %+v %v", rec, err)
 	}
 	waitIdle(t, m, 2)
-	if n := fb.nLive(); n != 6 {
-		t.Fatalf("4 sandboxes + pool of 2, live: %d", n)
+	if n := fb.nLive(); n != 8 {
+		t.Fatalf("6 sandboxes + pool of 2, live: %d", n)
 	}
 	// Pool sandboxes are not alice's.
-	if l, _, _ := m.List(context.Background(), "alice", Filter{}); len(l) != 4 {
+	if l, _, _ := m.List(context.Background(), "alice", Filter{}); len(l) != 6 {
 		t.Fatalf("alice lists %d sandboxes", len(l))
 	}
 }

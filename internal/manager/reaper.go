@@ -116,6 +116,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.sample(ctx)
 		}
 		m.reapOnce(ctx, checkLive)
+		m.shrinkPool(ctx)
 	}
 }
 
@@ -278,7 +279,8 @@ func States() []string {
 	return slices.Clone([]string{"creating", "running", "paused", "stopped", "terminated", "all"})
 }
 
-// CountByState counts the sandboxes on record by state.
+// CountByState counts the keys' sandboxes on record by state (the warm
+// pool's idle sandboxes, which no key owns, are not counted).
 func (m *Manager) CountByState(ctx context.Context) (map[string]int, error) {
 	recs, err := m.store.All()
 	if err != nil {
@@ -286,6 +288,9 @@ func (m *Manager) CountByState(ctx context.Context) (map[string]int, error) {
 	}
 	out := map[string]int{}
 	for _, r := range recs {
+		if r.Owner == poolOwner {
+			continue
+		}
 		out[string(r.State)]++
 	}
 	return out, nil

@@ -2,7 +2,11 @@
 // sandboxes kept ready and the creates in flight, and the loop that refills
 // the pool (bounded workers, a refill delay after hand-outs, exponential
 // backoff after failures, a hold after an idle sandbox was evicted to make
-// room). It does not create, hand out or destroy sandboxes: the manager
+// room). Its size adapts (demand.go): each template keeps Min idle
+// sandboxes always and up to Max while creates ask for them (the creates of
+// the last minute), shrinking back to Min after IdleAfter without one;
+// refills pause while the host's available memory is below a fraction of
+// its total. It does not create, hand out or destroy sandboxes: the manager
 // does (internal/manager/pool.go describes the policy), and creates
 // through the Creator it gives New. Whoever removes an id from the idle
 // lists (Take, Remove, Evict) owns that sandbox.
@@ -46,7 +50,8 @@ type Creator interface {
 // Pool is the warm pool. It is safe for concurrent use; a Pool with no
 // sizes is disabled and every call is a no-op.
 type Pool struct {
-	sizes   map[string]int
+	sizes   map[string]Limits
+	cfg     Config
 	creator Creator
 	log     *slog.Logger
 	kick    chan struct{}
@@ -59,6 +64,10 @@ type Pool struct {
 	retryAt   map[string]time.Time
 	holdUntil time.Time // no refills before (after an eviction)
 	lastTake  map[string]time.Time
+	demand    map[string]*demand
+	memPaused bool // refills paused for low host memory (logged once)
+	closed    bool // drained: no more refills
+	inflight  sync.WaitGroup
 }
 
 // idle is a ready sandbox and the backend template reference (the
@@ -67,17 +76,28 @@ type idle struct {
 	id, ref string
 }
 
-// New returns a pool keeping sizes[template] idle sandboxes, made by c.
-func New(sizes map[string]int, c Creator, log *slog.Logger) *Pool {
+// New returns a pool configured by cfg whose sandboxes c makes.
+// Templates with Max 0 are not pooled; Min is clamped to [0, Max].
+func New(cfg Config, c Creator, log *slog.Logger) *Pool {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{sizes: map[string]int{}, creator: c, log: log, kick: make(chan struct{}, 1),
+	if cfg.IdleAfter <= 0 {
+		cfg.IdleAfter = DefaultIdleAfter
+	}
+	if cfg.MemoryFloor == 0 {
+		cfg.MemoryFloor = DefaultMemoryFloor
+	}
+	if cfg.Memory == nil {
+		cfg.Memory = HostMemory
+	}
+	p := &Pool{sizes: map[string]Limits{}, cfg: cfg, creator: c, log: log, kick: make(chan struct{}, 1),
 		idle: map[string][]idle{}, filling: map[string]int{},
-		failures: map[string]int{}, retryAt: map[string]time.Time{}, lastTake: map[string]time.Time{}}
-	for t, n := range sizes {
-		if n > 0 {
-			p.sizes[t] = n
+		failures: map[string]int{}, retryAt: map[string]time.Time{}, lastTake: map[string]time.Time{},
+		demand: map[string]*demand{}}
+	for t, l := range cfg.Templates {
+		if l.Max > 0 {
+			p.sizes[t] = Limits{Min: max(0, min(l.Min, l.Max)), Max: l.Max}
 		}
 	}
 	return p
@@ -86,8 +106,8 @@ func New(sizes map[string]int, c Creator, log *slog.Logger) *Pool {
 // Enabled reports whether any template has a pool.
 func (p *Pool) Enabled() bool { return len(p.sizes) > 0 }
 
-// Size is the configured pool size of template (0: none).
-func (p *Pool) Size(template string) int { return p.sizes[template] }
+// Size is the most idle sandboxes of template the pool keeps (0: none).
+func (p *Pool) Size(template string) int { return p.sizes[template].Max }
 
 // Wake asks the fill loop to look at the pool now.
 func (p *Pool) Wake() {
@@ -197,8 +217,9 @@ func (p *Pool) Start(ctx context.Context) {
 	if started {
 		return
 	}
-	for t, n := range p.sizes {
-		p.log.Info("warm pool", "template", t, "size", n)
+	for t, l := range p.sizes {
+		p.log.Info("warm pool", "template", t, "min", l.Min, "max", l.Max,
+			"idle_after", p.cfg.IdleAfter, "memory_floor", p.cfg.MemoryFloor)
 	}
 	go p.fillLoop(ctx)
 }
@@ -225,7 +246,27 @@ func (p *Pool) fillOnce(ctx context.Context, sem chan struct{}) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now.Before(p.holdUntil) {
+	if p.closed || now.Before(p.holdUntil) {
+		return
+	}
+	short := false
+	for t := range p.sizes {
+		if len(p.idle[t])+p.filling[t] < p.targetLocked(t, now) {
+			short = true
+		}
+	}
+	if !short {
+		return
+	}
+	if low := p.memoryLow(); low != p.memPaused {
+		p.memPaused = low
+		if low {
+			p.log.Warn("warm pool: refills paused, host memory available is below the floor", "floor", p.cfg.MemoryFloor)
+		} else {
+			p.log.Info("warm pool: refills resumed")
+		}
+	}
+	if p.memPaused {
 		return
 	}
 	templates := make([]string, 0, len(p.sizes))
@@ -241,15 +282,16 @@ func (p *Pool) fillOnce(ctx context.Context, sem chan struct{}) {
 			(len(p.idle[t]) > 0 && now.Sub(p.lastTake[t]) < RefillDelay) {
 			continue
 		}
-		for len(p.idle[t])+p.filling[t] < p.sizes[t] {
+		for len(p.idle[t])+p.filling[t] < p.targetLocked(t, now) {
 			select {
 			case sem <- struct{}{}:
 			default:
 				return
 			}
 			p.filling[t]++
+			p.inflight.Add(1)
 			go func() {
-				defer func() { <-sem; p.Wake() }()
+				defer func() { <-sem; p.Wake(); p.inflight.Done() }()
 				p.refill(ctx, t)
 			}()
 		}
@@ -281,6 +323,26 @@ func (p *Pool) refill(ctx context.Context, template string) {
 	p.idle[template] = append(p.idle[template], idle{id: id, ref: ref})
 	p.mu.Unlock()
 	p.log.Debug("warm pool: sandbox ready", "sandbox", id, "template", template, "ms", time.Since(start).Milliseconds())
+}
+
+// Drain stops refills, waits for the creates in flight (cancel their
+// context first to make that quick) and removes every idle sandbox; the
+// caller owns and destroys them (template → ids).
+func (p *Pool) Drain() map[string][]string {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.inflight.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string][]string{}
+	for t, ids := range p.idle {
+		for _, s := range ids {
+			out[t] = append(out[t], s.id)
+		}
+	}
+	p.idle = map[string][]idle{}
+	return out
 }
 
 // Idle returns the ids of template's idle sandboxes, oldest first.

@@ -37,7 +37,7 @@ func NewMetrics() *Metrics {
 			Name: "paddock_api_errors_total", Help: "API error answers by error code.",
 		}, []string{"code"}),
 		states: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "paddock_sandboxes", Help: "Sandboxes on record by state.",
+			Name: "paddock_sandboxes", Help: "Sandboxes on record by state (idle warm-pool sandboxes excluded).",
 		}, []string{"state"}),
 	}
 	m.reg.MustRegister(m.createTime, m.execTime, m.events, m.errors, m.states,

@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"golang.org/x/sys/unix"
 )
 
 // stream names one output stream of a command.
@@ -218,17 +220,64 @@ func (o *outputLog) follow(ctx context.Context, emit func(api.Event) error) erro
 // copyOutput reads r into o until EOF, then closes r and calls done. It
 // keeps reading after o is finished (discarding), so that background
 // processes holding the pipe never get SIGPIPE.
-func copyOutput(o *outputLog, s stream, r *os.File, done func()) {
+func copyOutput(o *outputLog, s stream, r *os.File, busy *atomic.Bool, done func()) {
 	defer done()
 	defer r.Close()
 	buf := make([]byte, readBufBytes)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			busy.Store(true) // read but not yet kept: see drainOutput
 			o.write(s, buf[:n])
+			busy.Store(false)
 		}
 		if err != nil { // io.EOF, or the pipe broke
 			return
 		}
 	}
+}
+
+// drainOutput waits, once the command has exited, for its output to be
+// kept: until both pipes reach EOF, or — when a background descendant
+// still holds a pipe open — until nothing is left unread in them and no
+// copier holds read bytes, after at least 100 ms and at most 2 s. A busy
+// agent (many execs at once) may not yet have read what the command wrote
+// before it exited; a fixed wait would drop it.
+func drainOutput(eof <-chan struct{}, pipes [2]*os.File, busy *[2]atomic.Bool) {
+	select {
+	case <-eof:
+		return
+	case <-time.After(100 * time.Millisecond):
+	}
+	deadline := time.After(2 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if pipeUnread(pipes[0])+pipeUnread(pipes[1]) == 0 && !busy[0].Load() && !busy[1].Load() {
+			return
+		}
+		select {
+		case <-eof:
+			return
+		case <-deadline:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// pipeUnread is the number of bytes waiting in the pipe f (0 once it is
+// closed or on error).
+func pipeUnread(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	if cerr := rc.Control(func(fd uintptr) {
+		n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
+	}); cerr != nil || err != nil {
+		return 0
+	}
+	return n
 }

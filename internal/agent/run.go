@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
@@ -29,6 +30,8 @@ type proc struct {
 	out       *outputLog
 	done      chan struct{} // closed once the result is final
 	oomBefore int64
+	outPipes  [2]*os.File    // read ends of stdout and stderr (drainOutput)
+	outBusy   [2]atomic.Bool // a copier holds bytes read but not yet kept
 
 	stdinMu sync.Mutex // serializes writes to stdin
 
@@ -92,8 +95,9 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	p.out = newOutputLog(spec.maxOutput, api.Event{Type: api.EventStart, ProcessID: id, PID: first.PID, Time: &startedAt})
 	var outputs sync.WaitGroup
 	outputs.Add(2)
-	go copyOutput(p.out, streamStdout, stdoutR, outputs.Done)
-	go copyOutput(p.out, streamStderr, stderrR, outputs.Done)
+	p.outPipes = [2]*os.File{stdoutR, stderrR}
+	go copyOutput(p.out, streamStdout, stdoutR, &p.outBusy[0], outputs.Done)
+	go copyOutput(p.out, streamStderr, stderrR, &p.outBusy[1], outputs.Done)
 	eof := make(chan struct{})
 	go func() { outputs.Wait(); close(eof) }()
 	if len(spec.stdin) > 0 || spec.keepStdin {
@@ -112,7 +116,7 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 }
 
 // waitProc waits for the shim's report, collects the output that follows
-// for up to 100 ms, and records the result.
+// (drainOutput), and records the result.
 func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit <-chan exitStatus, eof <-chan struct{}) {
 	var st shimStatus
 	err := dec.Decode(&st)
@@ -135,10 +139,7 @@ func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit
 		s.log.Warn("shim ended without a report", "process", p.id, "shim_status", int(es.ws), "err", err)
 		st = shimStatus{Signal: signalName(unix.SIGKILL)}
 	}
-	select {
-	case <-eof:
-	case <-time.After(100 * time.Millisecond):
-	}
+	drainOutput(eof, p.outPipes, &p.outBusy)
 	res := api.ExecResult{ExitCode: st.ExitCode, DurationMS: ended.Sub(p.startedAt).Milliseconds()}
 	if st.Signal != "" {
 		res.Signal = &st.Signal

@@ -26,8 +26,10 @@ func TestMassDeleteLeavesNothing(t *testing.T) {
 	requireDaemon(t)
 	const n = 40
 	uidHi := massDeleteUIDBase + 2*(n+2)*65536
+	// --warm-pool 0: every process, mount and cgroup in the uid range must
+	// be gone after the deletes; a warm pool would keep idle sandboxes.
 	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(massDeleteUIDBase),
-		"--max-sandboxes", strconv.Itoa(n + 2), "--max-sandboxes-per-key", "-1"}})
+		"--max-sandboxes", strconv.Itoa(n + 2), "--max-sandboxes-per-key", "-1", "--warm-pool", "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,12 +112,14 @@ func (n *Node) syncKeys(ctx context.Context) error {
 }
 
 // renew writes the node's Lease (creating it the first time) with the
-// node's URL, capacity, live count and templates.
+// node's URL, capacity, live count and templates. The live count is the
+// keys' sandboxes: the warm pool's idle ones (no owner) give their slot up
+// to a create when the node is full, so they do not take capacity.
 func (n *Node) renew(ctx context.Context) error {
 	live := 0
 	if recs, err := n.cfg.Records(); err == nil {
 		for _, r := range recs {
-			if r.State != sandbox.Terminated {
+			if r.State != sandbox.Terminated && r.Owner != "" {
 				live++
 			}
 		}

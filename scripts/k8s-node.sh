@@ -87,7 +87,11 @@ down() {
 check() {
   local bad=0
   "$ROOT/scripts/k8s-leftovers.sh" "$BIN" || bad=1
+  # this script and its callers (make's recipe shell names $LAB) are not leftovers
+  local anc=" " p=$$
+  while [ "${p:-0}" -gt 1 ]; do anc+="$p "; p=$(awk '/^PPid:/{print $2}' "/proc/$p/status" 2>/dev/null); done
   for d in /proc/[0-9]*; do
+    case "$anc" in *" ${d#/proc/} "*) continue ;; esac
     case "$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")" in *"$LAB/"*) echo "left: process ${d#/proc/}: $(tr '\0' ' ' <"$d/cmdline" | cut -c1-160)" >&2; bad=1 ;; esac
   done
   ip netns list | grep -qw "$NETNS" && { echo "left: netns $NETNS" >&2; bad=1; }

@@ -110,7 +110,7 @@ func TestPodModeAPI(t *testing.T) {
 	if b, err := s.Files().Read(ctx, "/workspace/a.txt"); err != nil || string(b) != "pod-files" {
 		t.Fatalf("read back %q %v", b, err)
 	}
-	if o, err := exec1(ctx, c, id, "cat /workspace/a.txt; hostname"); err != nil || o != "pod-files\nsandbox" {
+	if o, err := exec1(ctx, c, id, "cat /workspace/a.txt; echo; hostname"); err != nil || o != "pod-files\nsandbox" {
 		t.Fatalf("exec: %q %v", o, err)
 	}
 	if o, _ := exec1(ctx, c, id, "env | grep -c PADDOCK_AGENT_TOKEN"); o != "0" {

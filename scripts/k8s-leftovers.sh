@@ -7,9 +7,12 @@
 set -uo pipefail
 BIN=$(realpath "${1:?usage: k8s-leftovers.sh K8S_BIN}")
 left=()
+# this script and its callers (e.g. make's recipe shell, whose command line names the lab dir) are not leftovers
+anc=" "; p=$$
+while [ "${p:-0}" -gt 1 ]; do anc+="$p "; p=$(awk '/^PPid:/{print $2}' "/proc/$p/status" 2>/dev/null); done
 for d in /proc/[0-9]*; do
   pid=${d#/proc/}
-  [ "$pid" = $$ ] && continue
+  case "$anc" in *" $pid "*) continue ;; esac
   exe=$(readlink "$d/exe" 2>/dev/null) || continue
   cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
   case "$exe" in "$BIN"/*) left+=("$pid"); continue ;; esac

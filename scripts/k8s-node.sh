@@ -32,9 +32,11 @@ images() {  # paddock-agent:dev (the pod backend's init container) and paddock:d
   cp "$(command -v mkfs.ext4)" "$w/p/bin/"
   cp "$(command -v busybox)" "$w/p/bin/busybox"
   for a in sh ls cat mount umount; do ln -sf busybox "$w/p/bin/$a"; done
-  # shared libraries of the dynamic binaries, at their own paths
+  # shared libraries of the dynamic binaries, at their own paths (static ones, e.g. busybox, have none:
+  # ldd fails and grep matches nothing, which must not end the script under set -e/pipefail)
+  local l
   for b in "$w"/p/bin/* "$w"/p/usr/local/bin/*; do
-    ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r l; do
+    for l in $( (ldd "$b" 2>/dev/null || true) | grep -o '/[^ ]*' || true); do
       mkdir -p "$w/p$(dirname "$l")"; cp -L "$l" "$w/p$l"
     done
   done
@@ -73,9 +75,11 @@ down() {
   [ -d "$LAB" ] || return 0
   WIPE=1 "$HERE/k8s-node/down.sh" >/dev/null 2>&1 || true
   # loop devices of sandbox disks the DaemonSet's paddockd left (a test that failed half-way)
-  losetup -a 2>/dev/null | grep "$LAB/" | cut -d: -f1 | while read -r d; do losetup -d "$d" 2>/dev/null || true; done
+  # (no match is the normal case: grep fails then, which must not end the script under set -e/pipefail)
+  local d m
+  for d in $( (losetup -a 2>/dev/null || true) | grep "$LAB/" | cut -d: -f1 || true); do losetup -d "$d" 2>/dev/null || true; done
   # the bind mount of the state dir, and whatever the DaemonSet's paddockd left under it
-  grep -E " $LAB/" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  for m in $(grep -E " $LAB/" /proc/mounts | awk '{print $2}' | sort -r || true); do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$LAB"
   echo "k8s node down"
 }
@@ -83,8 +87,12 @@ down() {
 check() {
   local bad=0
   "$ROOT/scripts/k8s-leftovers.sh" "$BIN" || bad=1
+  # this script and its callers (make's recipe shell names $LAB) are not leftovers
+  local anc=" " p=$$
+  while [ "${p:-0}" -gt 1 ]; do anc+="$p "; p=$(awk '/^PPid:/{print $2}' "/proc/$p/status" 2>/dev/null); done
   for d in /proc/[0-9]*; do
-    case "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" in *"$LAB/"*) echo "left: process ${d#/proc/}: $(tr '\0' ' ' <"$d/cmdline" | cut -c1-160)" >&2; bad=1 ;; esac
+    case "$anc" in *" ${d#/proc/} "*) continue ;; esac
+    case "$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")" in *"$LAB/"*) echo "left: process ${d#/proc/}: $(tr '\0' ' ' <"$d/cmdline" | cut -c1-160)" >&2; bad=1 ;; esac
   done
   ip netns list | grep -qw "$NETNS" && { echo "left: netns $NETNS" >&2; bad=1; }
   grep -q " $LAB" /proc/mounts && { echo "left: mounts under $LAB:" >&2; grep " $LAB" /proc/mounts >&2; bad=1; }

@@ -102,11 +102,16 @@ func saKubeconfigIn(t testing.TB, ctx context.Context, kc *kube.Client, adminKC,
 	}
 	admin, err := os.ReadFile(adminKC)
 	must(t, err)
-	// the admin kubeconfig with the admin token swapped for the ServiceAccount's
+	// the admin kubeconfig with the admin token swapped for the ServiceAccount's;
+	// the token is in flow form (the lab, `user: {token: X}`) or block form
+	// (scripts/k8s-node's kit, `token: X` under `user:`)
 	var tok string
 	for _, line := range strings.Split(string(admin), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "user: {token: "); ok {
+		l := strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(l, "user: {token: "); ok {
 			tok = strings.TrimSuffix(v, "}")
+		} else if v, ok := strings.CutPrefix(l, "token: "); ok {
+			tok = strings.TrimSpace(v)
 		}
 	}
 	if tok == "" {

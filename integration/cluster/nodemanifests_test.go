@@ -53,7 +53,7 @@ func TestManifestsNestedSandbox(t *testing.T) {
 	must(t, err)
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"),
-		fmt.Appendf(nil, labOverlay, repo, filepath.Join(*k8sNode, "state"), int64(1<<20)+3000*65536), 0o644))
+		fmt.Appendf(nil, labOverlay, kustomizeRel(t, dir, repo), filepath.Join(*k8sNode, "state"), int64(1<<20)+3000*65536), 0o644))
 	out, err := exec.Command(kubectl, "--kubeconfig", kcPath, "apply", "-k", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply -k (deploy/kubernetes + lab overlay): %v\n%s", err, out)

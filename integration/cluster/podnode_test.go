@@ -92,7 +92,7 @@ func TestPodModeAPI(t *testing.T) {
 	must(t, err)
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), fmt.Appendf(nil,
-		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %s\nresources: [%q]\n", podNS, repo), 0o644))
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %s\nresources: [%q]\n", podNS, kustomizeRel(t, dir, repo)), 0o644))
 	ensureNamespace(t, ctx, kc, podNS)
 	if out, err := exec.Command(filepath.Join(*k8sBin, "kubectl"), "--kubeconfig", kcPath, "apply", "-k", dir).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply -k deploy/kubernetes/pod-mode/rbac: %v\n%s", err, out)
@@ -110,10 +110,10 @@ func TestPodModeAPI(t *testing.T) {
 	if b, err := s.Files().Read(ctx, "/workspace/a.txt"); err != nil || string(b) != "pod-files" {
 		t.Fatalf("read back %q %v", b, err)
 	}
-	if o, err := exec1(ctx, c, id, "cat /workspace/a.txt; hostname"); err != nil || o != "pod-files\nsandbox" {
+	if o, err := exec1(ctx, c, id, "cat /workspace/a.txt; echo; hostname"); err != nil || o != "pod-files\nsandbox" {
 		t.Fatalf("exec: %q %v", o, err)
 	}
-	if o, _ := exec1(ctx, c, id, "env | grep -c PADDOCK_AGENT_TOKEN"); o != "0" {
+	if o, _ := exec1(ctx, c, id, "env | grep -c PADDOCK_AGENT_TOKEN || true"); o != "0" {
 		t.Fatalf("the agent token is in the sandbox's env: %q", o)
 	}
 	if _, err := exec1(ctx, c, id, "head -c 8000000 /dev/zero | cat > /dev/null; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"); err != nil {
@@ -277,6 +277,15 @@ func waitGone(t *testing.T, ctx context.Context, kc *kube.Client, id string) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+}
+
+// kustomizeRel is dir's path to the directory target, as a kustomization in
+// dir must name it (kubectl's kustomize rejects an absolute resource root).
+func kustomizeRel(t *testing.T, dir, target string) string {
+	t.Helper()
+	rel, err := filepath.Rel(dir, target)
+	must(t, err)
+	return rel
 }
 
 // nodeIP is the lab node's address (scripts/k8s-node/node-up.sh).

@@ -80,7 +80,7 @@ deps:
 	scripts/deps.sh
 
 ## test: everything CI runs (as root): lint, unit tests, integration tests against runc, crun and gVisor (runsc-test first: it provides bin/runsc), the Kubernetes cluster tests (k8s-test; its binaries are built once into $(K8S_BIN)) and the real-node tests (k8s-node-test), the SDK suites, the unmodified E2B SDKs and the web console in chromium and firefox-esr
-test: deps build lint check-generated cross unit runsc-test integration k8s-test sdk-python sdk-typescript e2b-compat console-e2e
+test: deps build lint check-generated cross unit runsc-test integration k8s-test k8s-node-test sdk-python sdk-typescript e2b-compat console-e2e
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)

@@ -45,9 +45,11 @@ k8s-test: build k8s-bin
 		-integration.test=$(CURDIR)/$(BIN)/integration.test; rc=$$?; scripts/k8s-leftovers.sh $(K8S_BIN) || rc=1; exit $$rc
 
 ## k8s-node-test: the pod backend and the manifests on a real Kubernetes node (kubelet + containerd +
-## runc + CNI in a network namespace: scripts/k8s-node.sh; as root): the Backend conformance suite of
-## internal/backend/pod, paddockd --backend=pod through its API (TestPodModeAPI) and deploy/kubernetes'
-## DaemonSet running a nested sandbox (TestManifestsNestedSandbox); then nothing of the node may be left
+## runc + CNI + kube-proxy in a network namespace: scripts/k8s-node.sh; as root): the Backend conformance
+## suite of internal/backend/pod, paddockd --backend=pod through its API (TestPodModeAPI) and
+## deploy/kubernetes' DaemonSet running a nested sandbox, then its gateways through their Service's
+## ClusterIP and a NodePort, also with one gateway pod deleted (TestManifestsNestedSandbox); then nothing
+## of the node may be left (processes, netns, mounts, cgroups, kube-proxy's rules)
 K8S_NODE_LAB ?= /tmp/paddock-k8s-node
 K8S_NODE_SH = K8S_BIN=$(K8S_BIN) LAB=$(K8S_NODE_LAB) scripts/k8s-node.sh
 k8s-node-test: build k8s-node-bin
@@ -62,7 +64,7 @@ k8s-node-test: build k8s-node-bin
 		-paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN) -k8s.node=$(K8S_NODE_LAB)) || rc=1; \
 	$(K8S_NODE_SH) down; $(K8S_NODE_SH) check || rc=1; exit $$rc
 
-## k8s-node-bin: k8s-bin plus the node's kubelet, kube-scheduler, kube-controller-manager and containerd
+## k8s-node-bin: k8s-bin plus the node's kubelet, kube-scheduler, kube-controller-manager, kube-proxy and containerd
 ## (+ shim, ctr) in $(K8S_BIN), built only when missing (K8S_NODE=1 scripts/k8s-bin.sh)
 k8s-node-bin: k8s-bin
 	K8S_NODE=1 K8S_VERSION=$(K8S_VERSION) K8S_BIN=$(K8S_BIN) scripts/k8s-bin.sh

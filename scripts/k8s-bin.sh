@@ -4,8 +4,8 @@
 # (kube-apiserver), a cache hit is instant. The modules are pinned in scripts/k8s-bin/{kbin,etcdbin}
 # (k8s.io/kubernetes as a library, as in the k8s-lab kit).
 # K8S_NODE=1 builds the real node's binaries instead (`make k8s-node-test`): kubelet, kube-scheduler,
-# kube-controller-manager (same module, ~5 min after kube-apiserver) and containerd + its runc shim + ctr
-# (CONTAINERD_VERSION, ~2.5 min), into the same cache.
+# kube-controller-manager (same module, ~5 min after kube-apiserver), kube-proxy (46 s after those) and
+# containerd + its runc shim + ctr (CONTAINERD_VERSION, ~2.5 min), into the same cache.
 # Usage: K8S_VERSION=v1.37.2 K8S_BIN=/var/cache/paddock/k8s-v1.37.2/bin [K8S_NODE=1] scripts/k8s-bin.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)/k8s-bin
@@ -32,7 +32,7 @@ if [ "${K8S_NODE:-0}" = 1 ]; then
     mv "$tmp/$t" "$K8S_BIN/$t"; rmdir "$tmp"
     echo "built $t $CONTAINERD_VERSION in $(( $(date +%s) - s ))s"
   done
-  TARGETS="kubelet kube-scheduler kube-controller-manager"
+  TARGETS="kubelet kube-scheduler kube-controller-manager kube-proxy"
 else
   # kubectl is for TestManifests (kubectl apply -k deploy/kubernetes), ~1 min after kube-apiserver
   TARGETS="kube-apiserver kubectl"

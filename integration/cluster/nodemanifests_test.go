@@ -19,20 +19,19 @@ import (
 
 // labOverlay is the kustomize overlay of deploy/kubernetes for the node
 // lab: the locally built image (never pulled), the state hostPath on the
-// lab's shared bind mount, the API server on the node's loopback (the lab
-// runs no kube-proxy for the Service IP), and a cgroup parent and uid
-// range of its own.
+// lab's shared bind mount, a cgroup parent and uid range of its own, and a
+// NodePort Service for the gateways (labNodePort). The API server is
+// reached as in any cluster, at the `kubernetes` Service through the
+// lab's kube-proxy.
 const labOverlay = `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
-resources: [%[1]q]
+resources: [%[1]q, nodeport.yaml]
 images: [{name: paddock, newName: localhost/paddock, newTag: dev}]
 patches:
   - target: {kind: DaemonSet, name: paddockd}
     patch: |-
       - {op: replace, path: /spec/template/spec/volumes/0/hostPath/path, value: %[2]q}
       - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
-      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}}
-      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "26443"}}
       - {op: add, path: /spec/template/spec/containers/0/args/-, value: --cgroup-parent=paddock-k8s-node-ds}
       - {op: add, path: /spec/template/spec/containers/0/args/-, value: --uid-base=%[3]d}
   - target: {kind: Deployment, name: paddock-gateway}
@@ -44,8 +43,10 @@ patches:
 // RBAC, CRD) to the real node with the lab overlay; paddockd runs in its
 // privileged pod on the node's network, registers itself with its
 // ServiceAccount's rights, and runs a sandbox nested in the pod (runc in
-// the pod); exec answers; the delete, then the DaemonSet's removal, leave
-// nothing (scripts/k8s-node.sh check afterwards).
+// the pod); exec answers; then the gateway Deployment serves through its
+// Service's ClusterIP and a NodePort (checkGatewayService, kube-proxy of
+// the lab), also with one of its two pods deleted; the deletes, then the
+// DaemonSet's removal, leave nothing (scripts/k8s-node.sh check afterwards).
 func TestManifestsNestedSandbox(t *testing.T) {
 	kc, kcPath := requireNode(t)
 	kubectl := filepath.Join(*k8sBin, "kubectl")
@@ -54,12 +55,13 @@ func TestManifestsNestedSandbox(t *testing.T) {
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"),
 		fmt.Appendf(nil, labOverlay, kustomizeRel(t, dir, repo), filepath.Join(*k8sNode, "state"), int64(1<<20)+3000*65536), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "nodeport.yaml"), []byte(labNodePort), 0o644))
 	out, err := exec.Command(kubectl, "--kubeconfig", kcPath, "apply", "-k", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply -k (deploy/kubernetes + lab overlay): %v\n%s", err, out)
 	}
 	t.Cleanup(func() { removeManifests(t, kc, kubectl, kcPath, dir) })
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	waitCRD(t, ctx, kc)
 	key, _, err := cluster.CreateKey(ctx, kc, ns, "alice")
@@ -111,6 +113,7 @@ func TestManifestsNestedSandbox(t *testing.T) {
 	if err := c.Sandbox(id).Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
+	checkGatewayService(t, ctx, kc, kubectl, kcPath, key)
 	t.Logf("pods:\n%s", podsOf(kubectl, kcPath))
 }
 

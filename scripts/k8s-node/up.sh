@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# (Copied unchanged from the k8s-lab kit; driven by scripts/k8s-node.sh.)
+# (Copied from the k8s-lab kit, driven by scripts/k8s-node.sh; changed: API_BIND/API_ADVERTISE, so the
+# node lab's apiserver backs the `kubernetes` Service (10.96.0.1) through kube-proxy.)
 # Bring up a real Kubernetes control plane on loopback: etcd (Debian) + kube-apiserver
 # [+ kube-scheduler + kube-controller-manager when WITH_CONTROLLERS=1].
 # Usage: LAB=/tmp/k8slab BIN=/path/to/bin ./up.sh      (then: export KUBECONFIG=$LAB/kubeconfig)
@@ -10,6 +11,13 @@ BIN=${BIN:-$LAB/bin}
 ETCD_PORT=${ETCD_PORT:-22379}
 ETCD_PEER_PORT=${ETCD_PEER_PORT:-22380}
 API_PORT=${API_PORT:-26443}
+# the apiserver's listen and advertised addresses: loopback by default; scripts/k8s-node.sh passes
+# 0.0.0.0 (inside its private netns) and the node IP, so the endpoint reconciler points the
+# `kubernetes` Service at the node IP (reachable from pods); with a loopback advertise address the
+# reconciler refuses to start, hence `none` then
+API_BIND=${API_BIND:-127.0.0.1}
+API_ADVERTISE=${API_ADVERTISE:-127.0.0.1}
+RECONCILER=lease; [ "$API_ADVERTISE" = 127.0.0.1 ] && RECONCILER=none
 WITH_CONTROLLERS=${WITH_CONTROLLERS:-0}
 NETNS=${NETNS:-}                 # optional: run everything inside this (self-made) network namespace
 # nsenter (not `ip netns exec`): ip netns exec remounts /sys, which hides /sys/fs/cgroup from kubelet/runc
@@ -70,7 +78,7 @@ echo $! > "$LAB/run/etcd.pid"
 # --- kube-apiserver (built from k8s.io/kubernetes as a library, see build.sh) ---
 "${NSX[@]}" "$BIN/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+  --bind-address "$API_BIND" --advertise-address "$API_ADVERTISE" --secure-port "$API_PORT" \
   --tls-cert-file "$LAB/pki/apiserver.crt" --tls-private-key-file "$LAB/pki/apiserver.key" \
   --client-ca-file "$LAB/pki/ca.crt" \
   --token-auth-file "$LAB/pki/tokens.csv" \
@@ -80,7 +88,7 @@ echo $! > "$LAB/run/etcd.pid"
   --service-account-issuer https://kubernetes.default.svc \
   --service-cluster-ip-range 10.96.0.0/16 \
   --allow-privileged=true \
-  --endpoint-reconciler-type none \
+  --endpoint-reconciler-type "$RECONCILER" \
   --kubelet-preferred-address-types InternalIP \
   --enable-priority-and-fairness=false \
   --profiling=false \

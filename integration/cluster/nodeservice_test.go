@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -135,6 +136,8 @@ func checkGatewayService(t *testing.T, ctx context.Context, kc *kube.Client, kub
 		}
 	}
 
+	checkServicePort(t, ctx, viaSvc, id, svcURL)
+
 	// latency: GET the sandbox (gateway -> node) on a new connection each time, through the
 	// Service and straight at one gateway pod, interleaved
 	direct := freshClient("http://"+pods[0]+":7420", key)
@@ -199,4 +202,43 @@ func pct(d []time.Duration, p int) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100]
+}
+
+// checkServicePort: a port of the sandbox (busybox httpd on 8000), listed
+// through the Service, is proxied through it with the key and with the
+// signed URL.
+func checkServicePort(t *testing.T, ctx context.Context, c *client.Client, id, svcURL string) {
+	sb := c.Sandbox(id)
+	if o, err := exec1(ctx, c, id, "mkdir -p /tmp/www && echo port-ok > /tmp/www/index.html"); err != nil {
+		t.Fatalf("port page: %q %v", o, err)
+	}
+	if _, err := sb.Start(ctx, api.ExecRequest{Argv: []string{"busybox", "httpd", "-f", "-p", "127.0.0.1:8000", "-h", "/tmp/www"}}); err != nil {
+		t.Fatal(err)
+	}
+	var ports []api.Port
+	for start := time.Now(); time.Since(start) < 15*time.Second && len(ports) == 0; time.Sleep(100 * time.Millisecond) {
+		var err error
+		if ports, err = sb.Ports(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ports) != 1 || ports[0].Port != 8000 || !strings.HasPrefix(ports[0].URL, svcURL) {
+		t.Fatalf("ports through the Service %s: %+v", svcURL, ports)
+	}
+	for _, x := range []struct{ url, key string }{{ports[0].URL, c.APIKey}, {ports[0].SignedURL, ""}} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", x.url, nil)
+		if x.key != "" {
+			req.Header.Set("Authorization", "Bearer "+x.key)
+		}
+		resp, err := c.HTTPClient.Do(req)
+		if err != nil {
+			t.Fatalf("port 8000 through the Service: %v", err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "port-ok\n" {
+			t.Fatalf("port 8000 through the Service (%s): %d %q", x.url, resp.StatusCode, b)
+		}
+	}
+	t.Logf("port 8000 of the sandbox through the Service: %s (key and signed URL)", ports[0].URL)
 }

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -89,7 +90,8 @@ func freshClient(url, key string) *client.Client {
 // Service IP. The gateways reach the API server only at the `kubernetes`
 // Service (10.96.0.1, injected by kubelet; no address of the lab is
 // 10.96.0.1, so only kube-proxy's DNAT gets there): keys they accept and
-// nodes they route to prove that path.
+// nodes they route to prove that path, and so do kube-proxy's counters
+// (checkAPIThroughService).
 func checkGatewayService(t *testing.T, ctx context.Context, kc *kube.Client, kubectl, kcPath, key string) {
 	var svc struct {
 		Spec struct {
@@ -122,6 +124,7 @@ func checkGatewayService(t *testing.T, ctx context.Context, kc *kube.Client, kub
 	}
 	t.Logf("create through the Service answered %v after the endpoints were ready", time.Since(start).Round(time.Millisecond))
 	id := sb.ID
+	checkAPIThroughService(t, ctx, kc)
 	for i, c := range []*client.Client{viaSvc, freshClient(nodePortURL, key)} {
 		o, err := exec1(ctx, c, id, fmt.Sprintf("echo via-%d; cat /tmp/f 2>/dev/null; true", i))
 		if err != nil || !strings.HasPrefix(o, fmt.Sprintf("via-%d", i)) {
@@ -241,4 +244,113 @@ func checkServicePort(t *testing.T, ctx context.Context, c *client.Client, id, s
 		}
 	}
 	t.Logf("port 8000 of the sandbox through the Service: %s (key and signed URL)", ports[0].URL)
+}
+
+// checkAPIThroughService: the `kubernetes` Service's endpoint is the API
+// server at the node IP, and connections from the pod network (the gateway
+// pods: paddockd is on the host network) to 10.96.0.1:443 went through
+// kube-proxy's rules: iptables-save's counters (one per connection in the
+// nat table) of the Service's rule, minus those of its rule for sources
+// outside the cluster CIDR.
+func checkAPIThroughService(t *testing.T, ctx context.Context, kc *kube.Client) {
+	var eps struct {
+		Items []struct {
+			Endpoints []struct {
+				Addresses []string `json:"addresses"`
+			} `json:"endpoints"`
+			Ports []struct {
+				Port int `json:"port"`
+			} `json:"ports"`
+		} `json:"items"`
+	}
+	must(t, kc.Get(ctx, "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io/service-name%3Dkubernetes", &eps))
+	if len(eps.Items) != 1 || len(eps.Items[0].Endpoints) != 1 || len(eps.Items[0].Ports) != 1 ||
+		!slices.Equal(eps.Items[0].Endpoints[0].Addresses, []string{nodeIP.String()}) || eps.Items[0].Ports[0].Port != 26443 {
+		t.Fatalf("the kubernetes Service's EndpointSlices: %+v, want %s:26443", eps.Items, nodeIP)
+	}
+	out, err := exec.CommandContext(ctx, "iptables-save", "-c", "-t", "nat").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables-save -c -t nat (in the node's netns): %v %s", err, out)
+	}
+	all, notPods, err := apiServiceConns(string(out))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if all-notPods < 1 {
+		t.Fatalf("no connection from the pod network to 10.96.0.1:443 went through kube-proxy's rules (%d in all, %d from outside the pod network)", all, notPods)
+	}
+	t.Logf("connections to 10.96.0.1:443 through kube-proxy's rules (-> %s:26443): %d from the pod network (the gateways), %d from the node (paddockd, host network)",
+		nodeIP, all-notPods, notPods)
+}
+
+// apiServiceConns reads iptables-save -c output: in the chain that
+// kube-proxy's KUBE-SERVICES rule for 10.96.0.1:443 jumps to, the packet
+// counters (one per connection in the nat table) of its jumps to the
+// endpoints (all connections) and of its KUBE-MARK-MASQ rule for sources
+// outside the cluster CIDR. (KUBE-SERVICES' own counters restart with
+// each sync, which rewrites that chain.)
+func apiServiceConns(save string) (all, notPods int64, err error) {
+	lines := strings.Split(save, "\n")
+	svc := ""
+	for _, l := range lines {
+		if strings.Contains(l, "-A KUBE-SERVICES -d 10.96.0.1/32 ") && strings.Contains(l, "--dport 443 ") {
+			if f := strings.Fields(l); strings.HasPrefix(f[len(f)-1], "KUBE-SVC-") {
+				svc = f[len(f)-1]
+			}
+		}
+	}
+	if svc == "" {
+		return 0, 0, errors.New("no KUBE-SERVICES rule for 10.96.0.1:443 in iptables-save")
+	}
+	seen := 0
+	for _, l := range lines {
+		var pkts, bytes int64
+		if !strings.Contains(l, "-A "+svc+" ") {
+			continue
+		}
+		if _, err := fmt.Sscanf(l, "[%d:%d]", &pkts, &bytes); err != nil {
+			return 0, 0, fmt.Errorf("no counters (iptables-save -c) in %q", l)
+		}
+		switch f := strings.Fields(l); {
+		case strings.HasPrefix(f[len(f)-1], "KUBE-SEP-"):
+			all += pkts
+			seen |= 1
+		case strings.Contains(l, " ! -s ") && f[len(f)-1] == "KUBE-MARK-MASQ":
+			notPods += pkts
+			seen |= 2
+		}
+	}
+	if seen != 3 {
+		return 0, 0, fmt.Errorf("chain %s: no endpoint jump or no KUBE-MARK-MASQ rule for sources outside the cluster CIDR (have %b)", svc, seen)
+	}
+	return all, notPods, nil
+}
+
+func TestAPIServiceConns(t *testing.T) {
+	const save = `*nat
+[3:180] -A KUBE-SEP-Y7VH -s 10.200.0.1/32 -m comment --comment "default/kubernetes:https" -j KUBE-MARK-MASQ
+[5:300] -A KUBE-SEP-Y7VH -p tcp -m comment --comment "default/kubernetes:https" -m tcp -j DNAT --to-destination 10.200.0.1:26443
+[0:0] -A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -m tcp --dport 443 -j KUBE-SVC-NPX4
+[0:0] -A KUBE-SERVICES -d 10.96.1.2/32 -p tcp -m comment --comment "paddock/paddock:api cluster IP" -m tcp --dport 80 -j KUBE-SVC-OTHER
+[3:180] -A KUBE-SVC-NPX4 ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -m tcp --dport 443 -j KUBE-MARK-MASQ
+[5:300] -A KUBE-SVC-NPX4 -m comment --comment "default/kubernetes:https -> 10.200.0.1:26443" -j KUBE-SEP-Y7VH
+[9:540] -A KUBE-SVC-OTHER -m comment --comment "x" -j KUBE-SEP-ZZZ
+COMMIT`
+	for _, c := range []struct {
+		name, save   string
+		all, notPods int64
+		err          bool
+	}{
+		{"counted", save, 5, 3, false},
+		{"no service rule", strings.ReplaceAll(save, "10.96.0.1/32", "10.96.0.9/32"), 0, 0, true},
+		{"no masquerade rule", strings.ReplaceAll(save, "! -s", "-s"), 0, 0, true},
+		{"no counters", strings.ReplaceAll(save, "[5:300] -A KUBE-SVC", "-A KUBE-SVC"), 0, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			all, notPods, err := apiServiceConns(c.save)
+			if (err != nil) != c.err || all != c.all || notPods != c.notPods {
+				t.Fatalf("got %d %d %v, want %d %d err=%v", all, notPods, err, c.all, c.notPods, c.err)
+			}
+		})
+	}
 }

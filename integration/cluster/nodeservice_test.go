@@ -124,6 +124,13 @@ func checkGatewayService(t *testing.T, ctx context.Context, kc *kube.Client, kub
 	}
 	t.Logf("create through the Service answered %v after the endpoints were ready", time.Since(start).Round(time.Millisecond))
 	id := sb.ID
+	// a failure below must not leave the sandbox (and its cgroup) to the DaemonSet's removal:
+	// delete it at the node (runs before the manifests' removal, registered earlier)
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = client.New("http://"+nodeIP.String()+":7419", key).Sandbox(id).Kill(context.Background())
+		}
+	})
 	checkAPIThroughService(t, ctx, kc)
 	for i, c := range []*client.Client{viaSvc, freshClient(nodePortURL, key)} {
 		o, err := exec1(ctx, c, id, fmt.Sprintf("echo via-%d; cat /tmp/f 2>/dev/null; true", i))

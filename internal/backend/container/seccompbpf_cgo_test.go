@@ -28,7 +28,7 @@ const (
 // the profile's architectures, one rule per name, a rule per argument
 // when one argument index repeats, seccomp_export_bpf): the filter crun
 // writes to seccomp.bpf, which paddockd hands back to crun.
-func compileLikeCrun(t *testing.T, p *specs.LinuxSeccomp) []byte {
+func compileLikeCrun(t testing.TB, p *specs.LinuxSeccomp) []byte {
 	t.Helper()
 	action := func(a specs.LinuxSeccompAction, errno *uint) libseccomp.ScmpAction {
 		switch a {
@@ -300,4 +300,16 @@ func TestSeccompFilterDecisions(t *testing.T) {
 		t.Errorf("only %d syscalls allowed with zero arguments: the profile did not load", allowed)
 	}
 	t.Logf("%d instructions; %d decisions checked, %d syscalls allowed with zero arguments", len(insns), checked, allowed)
+}
+
+// BenchmarkCompileLikeCrun is what crun spends in libseccomp compiling
+// the sandbox's profile on a create without the handed-back filter.
+func BenchmarkCompileLikeCrun(b *testing.B) {
+	s, err := buildSpec(specParams{ID: "x", Rootfs: "/r"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		compileLikeCrun(b, s.Linux.Seccomp)
+	}
 }

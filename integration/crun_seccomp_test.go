@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -144,5 +145,6 @@ func TestCrunSeccompBPF(t *testing.T) {
 	if outs[0] != outs[1] {
 		t.Errorf("the kernel decides differently:\ncompiled by crun:\n%s\nhanded to crun:\n%s", outs[0], outs[1])
 	}
-	t.Logf("%d-byte filter; probe:\n%s", len(compiled), outs[1])
+	t.Logf("%d-byte filter (sha256 %x; TestSeccompFilterDecisions checks the decisions of its own libseccomp compile, logged with its hash); probe:\n%s",
+		len(compiled), sha256.Sum256(compiled), outs[1])
 }

@@ -91,7 +91,7 @@ func serve(args []string) error {
 	maxSandboxes := fs.Int("max-sandboxes", 100, "most live sandboxes on this host (503 no_capacity past it)")
 	maxPerKey := fs.Int("max-sandboxes-per-key", 0, "most live sandboxes per API key (429 past it); default half of --max-sandboxes, -1 = no per-key limit")
 	maxFile := fs.Int64("max-file-bytes", api.DefaultMaxFileBytes, "largest file upload or download through the files API")
-	runtime := fs.String("runtime", "runc", "default OCI runtime: runc, crun, runsc, or a name from the config's runtimes")
+	runtime := fs.String("runtime", "runc", "default OCI runtime: runc (pinned, built by make), crun (creates faster; its seccomp filter is compiled once per daemon), runsc, or a name from the config's runtimes")
 	agentBin := fs.String("agent-binary", "", "paddock-agent binary (default: next to paddockd)")
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

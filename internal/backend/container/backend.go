@@ -158,7 +158,7 @@ func New(cfg Config) (*Backend, error) {
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return nil, err
 		}
-		b.runtimes[name] = &ociRuntime{name: name, path: path, root: root, log: cfg.Log}
+		b.runtimes[name] = newOCIRuntime(name, path, root, cfg.Log)
 	}
 	if _, ok := b.runtimes[cfg.DefaultRuntime]; !ok {
 		return nil, fmt.Errorf("default runtime %q not configured", cfg.DefaultRuntime)

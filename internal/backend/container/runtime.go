@@ -13,6 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // ociRuntime drives one OCI runtime binary through its command line, the
@@ -22,6 +25,65 @@ type ociRuntime struct {
 	path string // the binary
 	root string // its state directory
 	log  *slog.Logger
+	// bpf holds the seccomp filters crun compiled (seccompbpf.go); nil
+	// for other runtimes.
+	bpf *bpfCache
+	// learnMu guards learnBPF: the profile hash whose filter run learns
+	// after creating each container (by id).
+	learnMu  sync.Mutex
+	learnBPF map[string]string
+}
+
+// learnMax bounds the creates that wait to learn a compiled filter.
+const learnMax = 1024
+
+// newOCIRuntime is the runtime name at path, with its state in root.
+func newOCIRuntime(name, path, root string, log *slog.Logger) *ociRuntime {
+	r := &ociRuntime{name: name, path: path, root: root, log: log}
+	if r.crun() {
+		r.bpf = &bpfCache{}
+	}
+	return r
+}
+
+// crun says whether the runtime is crun (named so, or its binary is).
+func (r *ociRuntime) crun() bool {
+	return r.name == "crun" || filepath.Base(r.path) == "crun"
+}
+
+// prepareSpec adapts container id's spec s to the runtime before it is
+// written: under crun, its seccomp flags and, once crun has compiled the
+// profile, the compiled filter (seccompbpf.go).
+func (r *ociRuntime) prepareSpec(id string, s *specs.Spec) error {
+	if r.bpf == nil {
+		return nil
+	}
+	h, err := r.bpf.prepare(s)
+	if err != nil || h == "" {
+		return err
+	}
+	r.learnMu.Lock()
+	defer r.learnMu.Unlock()
+	if r.learnBPF == nil || len(r.learnBPF) >= learnMax {
+		r.learnBPF = map[string]string{} // boots that failed before run
+	}
+	r.learnBPF[id] = h
+	return nil
+}
+
+// learn keeps the filter crun compiled for container id, if prepareSpec
+// asked for it.
+func (r *ociRuntime) learn(id string) {
+	r.learnMu.Lock()
+	h, ok := r.learnBPF[id]
+	delete(r.learnBPF, id)
+	r.learnMu.Unlock()
+	if !ok {
+		return
+	}
+	if err := r.bpf.learn(r.root, id, h); err != nil {
+		r.log.Warn("seccomp filter not cached; crun compiles it again next time", "sandbox", id, "err", err)
+	}
 }
 
 // gvisor says whether the runtime is gVisor's runsc, which takes some
@@ -81,8 +143,12 @@ func (r *ociRuntime) run(ctx context.Context, id, bundle string, listener *os.Fi
 	pw.Close()
 	go r.drain(id, pr)
 	if err != nil {
+		r.learnMu.Lock()
+		delete(r.learnBPF, id)
+		r.learnMu.Unlock()
 		return fmt.Errorf("%s run: %v: %s", r.name, err, r.lastError(bundle))
 	}
+	r.learn(id)
 	return nil
 }
 

@@ -178,6 +178,9 @@ func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot
 		}
 	}
 	s.Process.Env = dedupeEnv(s.Process.Env)
+	if err := rt.prepareSpec(spec.ID, s); err != nil {
+		return sandbox.Info{}, err
+	}
 	sb, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), sb, 0o600); err != nil {
 		return sandbox.Info{}, err

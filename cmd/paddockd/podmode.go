@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/internal/backend/pod"
 	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
+	"github.com/paddock-sandbox/paddock/internal/manager"
 )
 
 // Backends of --backend.
@@ -115,7 +116,9 @@ func newPodBackend(cfg Config, log *slog.Logger) (*pod.Backend, error) {
 		tpls[name] = pod.Template{Image: t.Image, RuntimeClass: t.RuntimeClass}
 	}
 	return pod.New(pod.Config{Kube: kc, Namespace: p.Namespace, AgentImage: p.AgentImage, Templates: tpls,
-		ImagePullPolicy: p.ImagePullPolicy, ClientCIDRs: p.ClientCIDRs, Log: log})
+		ImagePullPolicy: p.ImagePullPolicy, ClientCIDRs: p.ClientCIDRs, Log: log,
+		// the longest lease: a Pod's activeDeadlineSeconds can only be lowered
+		MaxLifetime: manager.DefaultConfig().MaxTimeout})
 }
 
 // runPod is run for --backend=pod: the same manager, store, keys, REST API,

@@ -71,8 +71,9 @@ func clusterFlags(fs *flag.FlagSet) func(cfg *ClusterConfig, set map[string]bool
 type clusterNode struct{ node *cluster.Node }
 
 // newClusterNode builds the node from cfg; records and templates are read
-// through the closures once the daemon is wired.
-func newClusterNode(cfg Config, st *store.Store, templates func() []string, log *slog.Logger) (*clusterNode, error) {
+// through the closures once the daemon is wired. openTemplates: the node
+// has a /v1/templates catalog (templates beyond its list, per key).
+func newClusterNode(cfg Config, st *store.Store, templates func() []string, openTemplates bool, log *slog.Logger) (*clusterNode, error) {
 	c := cfg.Cluster
 	if !c.Enabled {
 		return nil, nil
@@ -103,7 +104,7 @@ func newClusterNode(cfg Config, st *store.Store, templates func() []string, log 
 	}
 	n, err := cluster.NewNode(cluster.NodeConfig{Kube: kc, Namespace: c.Namespace, Name: c.NodeName, URL: c.AdvertiseURL,
 		Capacity: cfg.MaxSandboxes, LeaseDuration: time.Duration(c.LeaseSeconds) * time.Second,
-		Records: st.All, Templates: templates, KeysDir: filepath.Join(cfg.StateDir, "keys"), Log: log})
+		Records: st.All, Templates: templates, OpenTemplates: openTemplates, KeysDir: filepath.Join(cfg.StateDir, "keys"), Log: log})
 	if err != nil {
 		return nil, err
 	}

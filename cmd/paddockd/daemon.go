@@ -23,6 +23,10 @@ type daemonMode struct {
 	// noNetworkReason is the manager's 501 message for network modes the
 	// mode cannot serve ("" = the manager's default).
 	noNetworkReason string
+	// openTemplates: wire returns a template catalog (templates built or
+	// imported through the API), so the node creates from templates its
+	// Lease does not list.
+	openTemplates bool
 	// wire, when set, makes the mode's extra manager dependencies once the
 	// store and the signal context exist (container mode: networking,
 	// egress proxy, the template catalog).
@@ -71,7 +75,7 @@ func runDaemon(cfg Config, m daemonMode, log *slog.Logger) error {
 		mcfg.NoNetworkReason = m.noNetworkReason
 	}
 	metrics := server.NewMetrics()
-	cn, err := newClusterNode(cfg, st, b.Templates, log)
+	cn, err := newClusterNode(cfg, st, b.Templates, m.openTemplates, log)
 	if err != nil {
 		return err
 	}

@@ -257,7 +257,7 @@ func run(cfg Config) error {
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
 	}
-	return runDaemon(cfg, daemonMode{backend: b, wire: func(ctx context.Context, st *store.Store) (modeDeps, error) {
+	return runDaemon(cfg, daemonMode{backend: b, openTemplates: true, wire: func(ctx context.Context, st *store.Store) (modeDeps, error) {
 		netw, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
 		if err != nil {
 			return modeDeps{}, err

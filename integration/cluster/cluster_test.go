@@ -44,6 +44,8 @@ type lab struct {
 	gwURLs   []string
 	keys     []string // alice, bob
 	nodeArgs []string // extra paddockd flags of every node
+	// configs are the nodes' config files by index (default: networking off).
+	configs map[int]string
 	// nodeKC and gwKC are the kubeconfigs nodes and gateways run with.
 	nodeKC, gwKC string
 }
@@ -74,6 +76,15 @@ func requireLab(t testing.TB) {
 // nodeArgs added to their flags) and gateways, and two keys.
 func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
 	l := newLab(t, nodeArgs...)
+	l.setup()
+	l.addNodes(nodes)
+	l.addGateways(gateways)
+	return l
+}
+
+// setup installs the CRD and makes the keys alice and bob.
+func (l *lab) setup() {
+	t := l.t
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cluster.Install(ctx, l.kc, ns); err != nil {
@@ -86,9 +97,6 @@ func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
 		}
 		l.keys = append(l.keys, secret)
 	}
-	l.addNodes(nodes)
-	l.addGateways(gateways)
-	return l
 }
 
 // newLab starts the control plane only; nodes and gateways use the admin
@@ -120,9 +128,9 @@ func (l *lab) addNodes(n int) {
 func (l *lab) addGateways(n int) {
 	for range n {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
+		args := []string{"serve", "--kubeconfig", l.gwKC, "--namespace", ns, "--listen", addr, "--cache-for", "500ms"}
 		g := startProc(l.t, l.cp.dir, fmt.Sprintf("gateway%d", len(l.gateways)+1),
-			filepath.Join(*paddockBin, "paddock-gateway"), "serve", "--kubeconfig", l.gwKC,
-			"--namespace", ns, "--listen", addr, "--cache-for", "500ms")
+			filepath.Join(*paddockBin, "paddock-gateway"), args...)
 		l.gateways = append(l.gateways, g)
 		l.gwURLs = append(l.gwURLs, "http://"+addr)
 		waitHealthy(l.t, "http://"+addr, g)
@@ -133,11 +141,16 @@ func (l *lab) addGateways(n int) {
 func (l *lab) startNode(i int) {
 	n := l.nodes[i]
 	cfg := filepath.Join(n.stateDir, "config.json")
-	must(l.t, os.WriteFile(cfg, []byte(`{"network": {"disabled": true}}`), 0o600))
+	conf := `{"network": {"disabled": true}}`
+	if c, ok := l.configs[i]; ok {
+		conf = c
+	}
+	must(l.t, os.WriteFile(cfg, []byte(conf), 0o600))
 	args := append([]string{"serve", "--state-dir", n.stateDir, "--listen", n.listen, "--config", cfg,
 		"--uid-base", fmt.Sprint(1<<20 + (i+1)*64*65536), "--max-sandboxes", "16", "--max-sandboxes-per-key", "-1",
 		"--kubeconfig", l.nodeKC, "--cluster-namespace", ns, "--node-name", n.name,
 		"--lease-seconds", fmt.Sprint(leaseSeconds)}, l.nodeArgs...)
+
 	n.p = startProc(l.t, l.cp.dir, n.name+fmt.Sprintf("-%d", time.Now().UnixNano()%1000), filepath.Join(*paddockBin, "paddockd"), args...)
 	waitHealthy(l.t, "http://"+n.listen, n.p)
 }

@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,8 @@ type nodeInfo struct {
 	capacity  int
 	live      int
 	templates []string
+	idle      map[string]int // idle warm-pool sandboxes per template
+	open      bool           // creates from templates it does not list (its API catalog)
 	lost      bool
 	renewedAt time.Time
 }
@@ -66,9 +70,17 @@ func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
 		if t := ls.Metadata.Annotations[annTemplates]; t != "" {
 			tmpl = strings.Split(t, ",")
 		}
+		idle := map[string]int{}
+		for _, kv := range strings.Split(ls.Metadata.Annotations[annIdle], ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				if c, err := strconv.Atoi(v); err == nil && c > 0 {
+					idle[k] = c
+				}
+			}
+		}
 		name := ls.Spec.HolderIdentity
-		nodes[name] = &nodeInfo{name: name, url: u, capacity: capacity, live: live, templates: tmpl,
-			lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
+		nodes[name] = &nodeInfo{name: name, url: u, capacity: capacity, live: live, templates: tmpl, idle: idle,
+			open: ls.Metadata.Annotations[annOpen] == "true", lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
 	}
 	if c.pending == nil {
 		c.pending = map[string][]time.Time{}
@@ -96,9 +108,21 @@ func (c *nodeCache) node(ctx context.Context, name string) (*nodeInfo, error) {
 	return nodes[name], nil
 }
 
+// errUnknownTemplate: no live node lists the template and none creates
+// from templates it does not list.
+type errUnknownTemplate struct{ template string }
+
+func (e *errUnknownTemplate) Error() string {
+	return fmt.Sprintf("template %q: no live node has it (the nodes' templates are listed in their Leases, annotation %s)", e.template, annTemplates)
+}
+
 // place orders the live nodes with room for a create of template (""
-// = any; only nodes listing it when some do) from least to most loaded (live + pending over capacity), ties
-// in random order.
+// = the node's default, "base"): the nodes that list it, else the open
+// ones (they resolve the caller's catalog templates and answer); among
+// them those with an idle warm-pool sandbox of it (more than this
+// gateway's creates the Lease does not show yet) first, then from least to
+// most loaded (live + pending over capacity), ties in random order. A
+// template no live node lists while none is open is *errUnknownTemplate.
 func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, error) {
 	nodes, err := c.get(ctx)
 	if err != nil {
@@ -106,27 +130,43 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out, withTemplate []*nodeInfo
+	want := cmp.Or(template, "base")
+	var listed, open []*nodeInfo
+	known := template == ""
 	for _, n := range nodes {
-		if n.lost || n.live+len(c.pending[n.name]) >= n.capacity {
+		if n.lost {
 			continue
 		}
-		out = append(out, n)
-		if template != "" && contains(n.templates, template) {
-			withTemplate = append(withTemplate, n)
+		has := template == "" || len(n.templates) == 0 || slices.Contains(n.templates, template)
+		known = known || has || n.open
+		if n.live+len(c.pending[n.name]) >= n.capacity {
+			continue
+		}
+		if has {
+			listed = append(listed, n)
+		} else if n.open {
+			open = append(open, n)
 		}
 	}
-	// Nodes that list the template first; a template no node lists (one
-	// imported or built through the API, or unknown) may be on any: the
-	// node answers.
-	if len(withTemplate) > 0 {
-		out = withTemplate
+	if !known {
+		return nil, &errUnknownTemplate{template: template}
+	}
+	out := listed
+	if len(out) == 0 {
+		out = open
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	warm := func(n *nodeInfo) bool { return n.idle[want] > len(c.pending[n.name]) }
 	load := func(n *nodeInfo) float64 { return float64(n.live+len(c.pending[n.name])) / float64(max(n.capacity, 1)) }
+	less := func(a, b *nodeInfo) bool {
+		if wa, wb := warm(a), warm(b); wa != wb {
+			return wa
+		}
+		return load(a) < load(b)
+	}
 	// a stable insertion sort: few nodes, and it keeps the shuffled ties
 	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && load(out[j]) < load(out[j-1]); j-- {
+		for j := i; j > 0 && less(out[j], out[j-1]); j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
@@ -156,13 +196,4 @@ func (c *nodeCache) live(ctx context.Context) ([]*nodeInfo, error) {
 		return nil, fmt.Errorf("no live paddock node (no current Lease in namespace %s)", c.ns)
 	}
 	return out, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

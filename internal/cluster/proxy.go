@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,6 +125,10 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 	}
 	json.Unmarshal(body, &want) // the node validates the body; this only picks the node
 	nodes, err := g.nodes.place(r.Context(), want.Template)
+	if ut := (*errUnknownTemplate)(nil); errors.As(err, &ut) {
+		writeErr(w, api.CodeUnknownTemplate, ut.Error())
+		return
+	}
 	if err != nil {
 		writeErr(w, api.CodeUnavailable, "cluster state unavailable: "+err.Error())
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -175,6 +176,35 @@ func TestPortRouting(t *testing.T) {
 		pid, _ := portPath(tt.path)
 		if id != tt.wantHost || pid != tt.wantPath {
 			t.Errorf("%q %q %q: host id %q path id %q, want %q %q", tt.host, tt.domain, tt.path, id, pid, tt.wantHost, tt.wantPath)
+		}
+	}
+}
+
+// TestE2BTarget: the E2B data plane names a sandbox by header or by a
+// <port>-<id>.<domain> host; anything else is the control plane.
+func TestE2BTarget(t *testing.T) {
+	tests := []struct {
+		host, header, domain string
+		want                 string
+		ok                   bool
+	}{
+		{"gw:7430", "sbabc", "", "sbabc", true},
+		{"49983-sbabc.e2b.example", "", "e2b.example", "sbabc", true},
+		{"49983-sbabc.E2B.example:443", "", "e2b.example", "sbabc", true},
+		{"49983-sbabc.other.example", "", "e2b.example", "", false},
+		{"49983-sb_x.e2b.example", "", "", "", false},
+		{"99999-sbabc.e2b.example", "", "", "", false},
+		{"api.e2b.example", "", "", "", false},
+		{"127.0.0.1:7430", "", "", "", false},
+	}
+	for _, tt := range tests {
+		r, _ := http.NewRequest("GET", "http://x/health", nil)
+		r.Host = tt.host
+		if tt.header != "" {
+			r.Header.Set("E2b-Sandbox-Id", tt.header)
+		}
+		if id, ok := e2bTarget(r, tt.domain); id != tt.want || ok != tt.ok {
+			t.Errorf("%q %q %q: %q %v, want %q %v", tt.host, tt.header, tt.domain, id, ok, tt.want, tt.ok)
 		}
 	}
 }

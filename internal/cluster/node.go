@@ -27,6 +27,8 @@ type NodeConfig struct {
 	// Name is the node's name (its Lease is paddock-node-<Name>); URL the
 	// address gateways reach its REST API at.
 	Name, URL string
+	// E2BURL is where gateways reach its E2B endpoint ("" = none).
+	E2BURL string
 	// Capacity is the most live sandboxes the node takes (--max-sandboxes).
 	Capacity int
 	// LeaseDuration is the Lease's duration (DefaultLeaseDuration if 0); it
@@ -146,6 +148,9 @@ func (n *Node) renew(ctx context.Context) error {
 	}
 	ann := leaseTemplates(tmpl, idle, n.cfg.OpenTemplates)
 	ann[annURL], ann[annCapacity], ann[annLive] = n.cfg.URL, strconv.Itoa(n.cfg.Capacity), strconv.Itoa(live)
+	if n.cfg.E2BURL != "" {
+		ann[annE2BURL] = n.cfg.E2BURL
+	}
 	l := Lease{APIVersion: "coordination.k8s.io/v1", Kind: "Lease",
 		Metadata: ObjectMeta{Name: leaseName(n.cfg.Name),
 			Labels:      map[string]string{labelKind: kindNode, labelNode: n.cfg.Name},

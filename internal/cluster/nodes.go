@@ -19,6 +19,7 @@ import (
 type nodeInfo struct {
 	name      string
 	url       *url.URL
+	e2bURL    *url.URL // its E2B endpoint; nil: none
 	capacity  int
 	live      int
 	templates []string
@@ -78,8 +79,12 @@ func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
 				}
 			}
 		}
+		var e2b *url.URL
+		if eu, err := url.Parse(ls.Metadata.Annotations[annE2BURL]); err == nil && (eu.Scheme == "http" || eu.Scheme == "https") && eu.Host != "" {
+			e2b = eu
+		}
 		name := ls.Spec.HolderIdentity
-		nodes[name] = &nodeInfo{name: name, url: u, capacity: capacity, live: live, templates: tmpl, idle: idle,
+		nodes[name] = &nodeInfo{name: name, url: u, e2bURL: e2b, capacity: capacity, live: live, templates: tmpl, idle: idle,
 			open: ls.Metadata.Annotations[annOpen] == "true", lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
 	}
 	if c.pending == nil {

@@ -93,7 +93,7 @@ func (p *proxy) call(ctx context.Context, n *nodeInfo, method, path, query strin
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	for _, h := range []string{"Authorization", "Content-Type", "Accept"} {
+	for _, h := range []string{"Authorization", "X-API-KEY", "Content-Type", "Accept"} {
 		if v := hdr.Get(h); v != "" {
 			req.Header.Set(h, v)
 		}

@@ -24,6 +24,7 @@ const (
 	labelOwner = Group + "/owner"
 
 	annURL       = Group + "/url"
+	annE2BURL    = Group + "/e2b-url"
 	annCapacity  = Group + "/capacity"
 	annLive      = Group + "/live"
 	annTemplates = Group + "/templates"

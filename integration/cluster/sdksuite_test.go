@@ -50,6 +50,9 @@ func TestSDKSuiteThroughGateway(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	passed := len(topLevelPass.FindAll(out, -1))
 	t.Logf("SDK suite through the gateway: %d top-level tests passed", passed)
+	for _, m := range overflowLine.FindAll(out, -1) {
+		t.Logf("TestFileWatch through the gateway: %s", strings.TrimSpace(string(m)))
+	}
 	if err != nil {
 		t.Fatalf("SDK suite through the gateway: %v\n%s", err, tailOf(out, 20000))
 	}
@@ -57,6 +60,9 @@ func TestSDKSuiteThroughGateway(t *testing.T) {
 		t.Fatalf("SDK suite: %d of %d tests passed\n%s", passed, len(sdkSuite), tailOf(out, 20000))
 	}
 }
+
+// overflowLine is TestFileWatch's figure of its "overflow is bounded" case.
+var overflowLine = regexp.MustCompile(`\d+ files: \d+ create events, \d+ overflow events`)
 
 // topLevelPass matches the verdict line of a passed top-level test (subtests are indented).
 var topLevelPass = regexp.MustCompile(`(?m)^--- PASS: Test`)

@@ -26,16 +26,39 @@ import (
 // list); everything else streams through.
 const maxNodeAnswer = 8 << 20
 
-// nodeReadBuffer is the receive buffer (SO_RCVBUF; the kernel doubles it)
-// of the gateway's connections to nodes. Fixed rather than autotuned (up
-// to net.ipv4.tcp_rmem's maximum, 32 MiB on many hosts): the gateway reads
-// a node's stream eagerly, so an autotuned buffer would let a stream the
-// client does not read pile up megabytes in the gateway, and a node would
-// see its watch or output stream read although the client reads nothing
-// (a file watch would never report its overflow). 256 KiB keeps the
-// in-cluster hop fast (about 1 GB/s at 0.5 ms round trips) and bounds what
-// one stream holds in the gateway to about 1 MiB.
-const nodeReadBuffer = 256 << 10
+// nodeReadBuffer and streamSendBuffer bound what one stream holds in the
+// gateway's sockets: the receive buffer (SO_RCVBUF; the kernel doubles it)
+// of every connection to a node, and the send buffer (SO_SNDBUF) of a
+// client connection while it carries an NDJSON stream (exec output,
+// watches, logs). Autotuned, they grow to tcp_rmem's and tcp_wmem's
+// maxima (32 and 4 MiB on many hosts) as the gateway reads a node's
+// stream eagerly, so a stream the client does not read would pile up
+// megabytes in the gateway while the node sees it read: a file watch
+// would never report its overflow. 64 KiB each keeps about 256 KiB of a
+// stream in the gateway and still moves hundreds of MB/s at in-cluster
+// round trips; other answers to clients (file downloads) keep autotuning.
+const (
+	nodeReadBuffer   = 64 << 10
+	streamSendBuffer = 64 << 10
+)
+
+// ctxConn holds the client connection in a request's context (ConnContext).
+type ctxConn struct{}
+
+// ConnContext is the gateway servers' http.Server.ConnContext: it lets
+// the proxy bound the send buffer of a connection carrying a stream.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, ctxConn{}, c)
+}
+
+// setBuffer sets socket option opt (SO_RCVBUF, SO_SNDBUF) of c to n bytes.
+func setBuffer(c syscall.RawConn, opt, n int) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, n) }); err != nil {
+		return err
+	}
+	return serr
+}
 
 // proxy forwards requests to nodes. Streams (NDJSON, file bodies) are
 // flushed as they come; WebSocket upgrades pass through.
@@ -51,13 +74,7 @@ func newProxy(log *slog.Logger) *proxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, nodeReadBuffer)
-		}); err != nil {
-			return err
-		}
-		return serr
+		return setBuffer(c, syscall.SO_RCVBUF, nodeReadBuffer)
 	}}
 	tr.DialContext = d.DialContext
 	p := &proxy{log: log, hc: &http.Client{Transport: tr}}
@@ -70,6 +87,17 @@ func newProxy(log *slog.Logger) *proxy {
 			// The node sees the client's Host: port URLs it builds name the
 			// gateway, and own-origin hosts keep their sandbox id.
 			pr.Out.Host = pr.In.Host
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if !strings.HasPrefix(resp.Header.Get("Content-Type"), api.ContentTypeNDJSON) {
+				return nil
+			}
+			if sc, ok := resp.Request.Context().Value(ctxConn{}).(syscall.Conn); ok {
+				if rc, err := sc.SyscallConn(); err == nil {
+					setBuffer(rc, syscall.SO_SNDBUF, streamSendBuffer) // best effort: the stream works either way
+				}
+			}
+			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			n := r.Context().Value(ctxNode{}).(*nodeInfo)

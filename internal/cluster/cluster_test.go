@@ -67,7 +67,7 @@ func TestOwnerHash(t *testing.T) {
 func TestPlace(t *testing.T) {
 	u, _ := url.Parse("http://127.0.0.1:1")
 	renewed := time.Now().Add(-time.Second)
-	c := &nodeCache{refresh: time.Hour, at: time.Now(), pending: map[string][]time.Time{},
+	c := &nodeCache{refresh: time.Hour, at: time.Now(), pending: map[string][]pendingCreate{},
 		nodes: map[string]*nodeInfo{
 			"a":    {name: "a", url: u, capacity: 10, live: 5, renewedAt: renewed, templates: []string{"base", "py"}, idle: map[string]int{"py": 1}},
 			"b":    {name: "b", url: u, capacity: 10, live: 1, renewedAt: renewed, templates: []string{"base"}, open: true},
@@ -115,12 +115,17 @@ func TestPlace(t *testing.T) {
 	if got, _ := names(""); strings.Join(got, " ") != "a b c" {
 		t.Errorf("with an idle base on a: %v, want [a b c]", got)
 	}
-	c.placed("a") // that create took a's idle sandbox as far as this gateway knows
+	c.placed("a", "py") // another template's create leaves the idle base sandbox
+	if got, _ := names(""); strings.Join(got, " ") != "a b c" {
+		t.Errorf("after a py create on a: %v, want [a b c]", got)
+	}
+	c.pending["a"] = nil
+	c.placed("a", "") // that create took a's idle sandbox as far as this gateway knows
 	if got, _ := names(""); strings.Join(got, " ") != "b c a" {
 		t.Errorf("after a create on a: %v, want [b c a]", got)
 	}
 	for range 3 {
-		c.placed("b")
+		c.placed("b", "")
 	}
 	if got, _ := names(""); got[0] != "c" {
 		t.Fatalf("after 3 creates on b, order = %v, want c first", got)

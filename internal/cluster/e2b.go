@@ -160,7 +160,7 @@ func (g *Gateway) e2bCreate(w http.ResponseWriter, r *http.Request, owner string
 		if en == nil {
 			continue
 		}
-		g.nodes.placed(n.name)
+		g.nodes.placed(n.name, "")
 		st, hdr, ans, err = g.proxy.call(r.Context(), en, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, body)
 		if err != nil {
 			g.cfg.Log.Warn("gateway: E2B create on node failed", "node", n.name, "err", err)

@@ -41,7 +41,7 @@ type nodeCache struct {
 	mu      sync.Mutex
 	nodes   map[string]*nodeInfo
 	at      time.Time
-	pending map[string][]time.Time
+	pending map[string][]pendingCreate
 }
 
 func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
@@ -88,13 +88,13 @@ func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
 			open: ls.Metadata.Annotations[annOpen] == "true", lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
 	}
 	if c.pending == nil {
-		c.pending = map[string][]time.Time{}
+		c.pending = map[string][]pendingCreate{}
 	}
-	for name, ts := range c.pending {
+	for name, ps := range c.pending {
 		n := nodes[name]
-		var keep []time.Time
-		for _, t := range ts {
-			if n != nil && t.After(n.renewedAt) {
+		var keep []pendingCreate
+		for _, t := range ps {
+			if n != nil && t.at.After(n.renewedAt) {
 				keep = append(keep, t)
 			}
 		}
@@ -161,7 +161,15 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 		out = open
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	warm := func(n *nodeInfo) bool { return n.idle[want] > len(c.pending[n.name]) }
+	warm := func(n *nodeInfo) bool {
+		taken := 0 // creates of this template the Lease's idle count may still hold
+		for _, p := range c.pending[n.name] {
+			if cmp.Or(p.template, "base") == want {
+				taken++
+			}
+		}
+		return n.idle[want] > taken
+	}
 	load := func(n *nodeInfo) float64 { return float64(n.live+len(c.pending[n.name])) / float64(max(n.capacity, 1)) }
 	less := func(a, b *nodeInfo) bool {
 		if wa, wb := warm(a), warm(b); wa != wb {
@@ -178,10 +186,17 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 	return out, nil
 }
 
-// placed records a create on node until the next Lease read.
-func (c *nodeCache) placed(node string) {
+// pendingCreate is a create this gateway placed that the node's Lease
+// does not show yet.
+type pendingCreate struct {
+	at       time.Time
+	template string
+}
+
+// placed records a create of template on node until the next Lease read.
+func (c *nodeCache) placed(node, template string) {
 	c.mu.Lock()
-	c.pending[node] = append(c.pending[node], time.Now())
+	c.pending[node] = append(c.pending[node], pendingCreate{at: time.Now(), template: template})
 	c.mu.Unlock()
 }
 

@@ -170,7 +170,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 	var ans []byte
 	var node *nodeInfo
 	for _, n := range nodes {
-		g.nodes.placed(n.name)
+		g.nodes.placed(n.name, want.Template)
 		st, hdr, ans, err = g.proxy.call(r.Context(), n, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, body)
 		if err != nil {
 			g.cfg.Log.Warn("gateway: create on node failed", "node", n.name, "err", err)

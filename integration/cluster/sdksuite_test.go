@@ -17,11 +17,10 @@ var suiteBin = flag.String("integration.test", "", "the compiled integration sui
 // (argv, shell, stdin, streaming, timeouts), files, background processes,
 // ports (key and signed URLs, WebSocket upgrade), code contexts, terminals, signals to PID 1, tenant isolation, lifecycle and bad input. The tests that
 // reach into the daemon (its state dir, its process, its logs) stay in the
-// single-host run. TestFileWatch runs too since the gateway reads nodes
-// through a fixed receive buffer (proxy.go, nodeReadBuffer): an
-// autotuned one (up to tcp_rmem's maximum, 32 MiB here) could hold all
-// 20000 events of its "overflow is bounded" case, so no overflow came
-// and the test waited for one.
+// single-host run. TestFileWatch runs too since the gateway bounds the
+// socket buffers of streams (proxy.go): autotuned ones could hold all
+// 20000 events of its "overflow is bounded" case, so no overflow came and
+// the test waited for one.
 var sdkSuite = []string{
 	"TestConformance", "TestTenantIsolation", "TestLifecycle", "TestLeaseExpiryReaps", "TestBadInput",
 	"TestBackgroundProcesses", "TestPorts",

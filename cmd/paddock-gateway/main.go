@@ -111,13 +111,16 @@ func serve(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:7420", "address to serve the API on")
 	cacheFor := fs.Duration("cache-for", time.Second, "how long node Leases and API keys read from the cluster are reused")
 	portsDomain := fs.String("ports-domain", "", "the nodes' --ports-domain: route <port>-<sandbox id>.DOMAIN hosts to the sandbox's node")
+	e2bListen := fs.String("e2b-listen", "", "address of the cluster's E2B-compatible endpoint (off if empty; routes to the nodes' --e2b-listen endpoints)")
+	e2bDomain := fs.String("e2b-domain", "", "the nodes' --e2b-domain: route E2B <port>-<sandbox id>.DOMAIN hosts to the sandbox's node")
 	parse(fs, args)
 	kc, ns, err := c.client()
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	gw, err := cluster.NewGateway(cluster.GatewayConfig{Kube: kc, Namespace: ns, Version: version, CacheFor: *cacheFor, PortsDomain: *portsDomain, Log: log})
+	gw, err := cluster.NewGateway(cluster.GatewayConfig{Kube: kc, Namespace: ns, Version: version, CacheFor: *cacheFor, PortsDomain: *portsDomain,
+		E2BDomain: *e2bDomain, Log: log})
 	if err != nil {
 		return err
 	}
@@ -126,11 +129,22 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10}
+		MaxHeaderBytes: 64 << 10, ConnContext: cluster.ConnContext}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if *e2bListen != "" {
+		eln, err := net.Listen("tcp", *e2bListen)
+		if err != nil {
+			return err
+		}
+		esrv := &http.Server{Handler: gw.E2BHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			MaxHeaderBytes: 64 << 10}
+		go func() { errc <- esrv.Serve(eln) }()
+		defer esrv.Close()
+		log.Info("paddock-gateway E2B endpoint serving", "url", "http://"+eln.Addr().String())
+	}
 	log.Info("paddock-gateway serving", "url", "http://"+ln.Addr().String(), "namespace", ns, "version", version)
 	select {
 	case err := <-errc:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,6 +32,10 @@ type ClusterConfig struct {
 	// AdvertiseURL is where gateways reach this daemon (default:
 	// http://<listen address>).
 	AdvertiseURL string `json:"advertise_url,omitempty"`
+	// E2BAdvertiseURL is where gateways reach this daemon's E2B endpoint
+	// (default: http://<--e2b-listen>, or the --advertise-url host with
+	// --e2b-listen's port when that listens on a wildcard).
+	E2BAdvertiseURL string `json:"e2b_advertise_url,omitempty"`
 	// LeaseSeconds is the node Lease's duration (default 15).
 	LeaseSeconds int64 `json:"lease_seconds,omitempty"`
 }
@@ -43,6 +48,7 @@ func clusterFlags(fs *flag.FlagSet) func(cfg *ClusterConfig, set map[string]bool
 	ns := fs.String("cluster-namespace", "", `cluster mode: namespace of the Leases, Sandboxes and key Secrets (default "paddock" or the pod's)`)
 	node := fs.String("node-name", "", "cluster mode: this node's name (default: the host name)")
 	adv := fs.String("advertise-url", "", "cluster mode: URL gateways reach this daemon's API at (default http://<--listen>)")
+	e2bAdv := fs.String("e2b-advertise-url", "", "cluster mode: URL gateways reach this daemon's E2B endpoint at (default http://<--e2b-listen>, or the --advertise-url host with its port)")
 	lease := fs.Int64("lease-seconds", int64(cluster.DefaultLeaseDuration/time.Second), "cluster mode: node Lease duration; a node silent this long has its sandboxes reported lost")
 	return func(cfg *ClusterConfig, set map[string]bool) {
 		if set["kubeconfig"] {
@@ -56,6 +62,9 @@ func clusterFlags(fs *flag.FlagSet) func(cfg *ClusterConfig, set map[string]bool
 		}
 		if set["node-name"] {
 			cfg.NodeName = *node
+		}
+		if set["e2b-advertise-url"] {
+			cfg.E2BAdvertiseURL = *e2bAdv
 		}
 		if set["advertise-url"] {
 			cfg.AdvertiseURL = *adv
@@ -71,8 +80,9 @@ func clusterFlags(fs *flag.FlagSet) func(cfg *ClusterConfig, set map[string]bool
 type clusterNode struct{ node *cluster.Node }
 
 // newClusterNode builds the node from cfg; records and templates are read
-// through the closures once the daemon is wired.
-func newClusterNode(cfg Config, st *store.Store, templates func() []string, log *slog.Logger) (*clusterNode, error) {
+// through the closures once the daemon is wired. openTemplates: the node
+// has a /v1/templates catalog (templates beyond its list, per key).
+func newClusterNode(cfg Config, st *store.Store, templates func() []string, openTemplates bool, log *slog.Logger) (*clusterNode, error) {
 	c := cfg.Cluster
 	if !c.Enabled {
 		return nil, nil
@@ -101,13 +111,38 @@ func newClusterNode(cfg Config, st *store.Store, templates func() []string, log 
 		}
 		c.AdvertiseURL = "http://" + net.JoinHostPort(host, port)
 	}
-	n, err := cluster.NewNode(cluster.NodeConfig{Kube: kc, Namespace: c.Namespace, Name: c.NodeName, URL: c.AdvertiseURL,
+	e2bURL, err := e2bAdvertiseURL(c, cfg.E2B.Listen)
+	if err != nil {
+		return nil, err
+	}
+	n, err := cluster.NewNode(cluster.NodeConfig{Kube: kc, Namespace: c.Namespace, Name: c.NodeName, URL: c.AdvertiseURL, E2BURL: e2bURL,
 		Capacity: cfg.MaxSandboxes, LeaseDuration: time.Duration(c.LeaseSeconds) * time.Second,
-		Records: st.All, Templates: templates, KeysDir: filepath.Join(cfg.StateDir, "keys"), Log: log})
+		Records: st.All, Templates: templates, OpenTemplates: openTemplates, KeysDir: filepath.Join(cfg.StateDir, "keys"), Log: log})
 	if err != nil {
 		return nil, err
 	}
 	return &clusterNode{node: n}, nil
+}
+
+// e2bAdvertiseURL is where gateways reach the E2B endpoint listening on
+// listen ("" when it is off): the configured URL, else http://<listen>,
+// else (a wildcard listen) the advertise URL's host with listen's port.
+func e2bAdvertiseURL(c ClusterConfig, listen string) (string, error) {
+	if listen == "" || c.E2BAdvertiseURL != "" {
+		return c.E2BAdvertiseURL, nil
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("--e2b-listen: %w", err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		u, err := url.Parse(c.AdvertiseURL)
+		if err != nil || u.Hostname() == "" {
+			return "", fmt.Errorf("cluster mode: --e2b-listen %s has no host gateways can reach; pass --e2b-advertise-url", listen)
+		}
+		host = u.Hostname()
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }
 
 // events chains the node's Poke after next (the metrics' event counter).

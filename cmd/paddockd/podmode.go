@@ -1,21 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/backend/pod"
 	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
 	"github.com/paddock-sandbox/paddock/internal/manager"
-	"github.com/paddock-sandbox/paddock/internal/server"
-	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
 // Backends of --backend.
@@ -122,7 +116,9 @@ func newPodBackend(cfg Config, log *slog.Logger) (*pod.Backend, error) {
 		tpls[name] = pod.Template{Image: t.Image, RuntimeClass: t.RuntimeClass}
 	}
 	return pod.New(pod.Config{Kube: kc, Namespace: p.Namespace, AgentImage: p.AgentImage, Templates: tpls,
-		ImagePullPolicy: p.ImagePullPolicy, ClientCIDRs: p.ClientCIDRs, Log: log})
+		ImagePullPolicy: p.ImagePullPolicy, ClientCIDRs: p.ClientCIDRs, Log: log,
+		// the longest lease: a Pod's activeDeadlineSeconds can only be lowered
+		MaxLifetime: manager.DefaultConfig().MaxTimeout})
 }
 
 // runPod is run for --backend=pod: the same manager, store, keys, REST API,
@@ -149,50 +145,6 @@ func runPod(cfg Config, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
 		return err
 	}
-	st, err := store.Open(cfg.StateDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	keys, err := store.OpenKeys(cfg.StateDir)
-	if err != nil {
-		return err
-	}
-	portKey, err := st.PortKey()
-	if err != nil {
-		return fmt.Errorf("port key: %w", err)
-	}
-	poolCfg, err := cfg.WarmPool.poolConfig(b.Templates(), cfg.MaxSandboxes, log)
-	if err != nil {
-		return err
-	}
-	mcfg, err := managerConfig(cfg)
-	if err != nil {
-		return err
-	}
-	mcfg.WarmPool = poolCfg
-	mcfg.NoNetworkReason = podNoNetwork
-	metrics := server.NewMetrics()
-	cn, err := newClusterNode(cfg, st, b.Templates, log)
-	if err != nil {
-		return err
-	}
-	mcfg.Events = cn.events(metrics.Event)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	mgr := manager.New(mcfg, manager.Deps{Store: st, Backend: b, Agent: agent.NewClient(b.Dial), Log: log})
-	if err := mgr.Recover(ctx); err != nil {
-		return err
-	}
-	if err := cn.start(ctx, log); err != nil {
-		return err
-	}
-	stopE2B, err := serveE2B(ctx, cfg, mgr, keys, portKey, log)
-	if err != nil {
-		return err
-	}
-	defer stopE2B()
 	log.Info("pod mode", "namespace", cfg.Pod.Namespace, "agent_image", cfg.Pod.AgentImage)
-	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
-		PortKey: portKey}, keys, b.Templates(), log)
+	return runDaemon(cfg, daemonMode{backend: b, noNetworkReason: podNoNetwork}, log)
 }

@@ -11,14 +11,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
-	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/backend/container"
 	"github.com/paddock-sandbox/paddock/internal/manager"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -257,69 +254,16 @@ func run(cfg Config) error {
 	if cat, err = newCatalog(cfg, images, b, log); err != nil {
 		return err
 	}
-	st, err := store.Open(cfg.StateDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	keys, err := store.OpenKeys(cfg.StateDir)
-	if err != nil {
-		return err
-	}
-	portKey, err := st.PortKey()
-	if err != nil {
-		return fmt.Errorf("port key: %w", err)
-	}
-	poolCfg, err := cfg.WarmPool.poolConfig(b.Templates(), cfg.MaxSandboxes, log)
-	if err != nil {
-		return err
-	}
-	mcfg, err := managerConfig(cfg)
-	if err != nil {
-		return err
-	}
-	mcfg.WarmPool = poolCfg
-	metrics := server.NewMetrics()
-	cn, err := newClusterNode(cfg, st, b.Templates, log)
-	if err != nil {
-		return err
-	}
-	mcfg.Events = cn.events(metrics.Event)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
 	}
-	netw, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
-	if err != nil {
-		return err
-	}
-	defer stopNet()
-	ac := agent.NewClient(b.Dial)
-	mgr := manager.New(mcfg, manager.Deps{Store: st, Backend: b, Agent: ac,
-		Network: netw, Egress: egress, Templates: cat, Log: log})
-	templates := catalog.NewBuilder(cat, mgr, ac)
-	cat.Start(ctx)
-	if err := mgr.Recover(ctx); err != nil {
-		return err
-	}
-	if err := cn.start(ctx, log); err != nil {
-		return err
-	}
-	stopE2B, err := serveE2B(ctx, cfg, mgr, keys, portKey, log)
-	if err != nil {
-		return err
-	}
-	defer stopE2B()
-	if cfg.pprofListen != "" {
-		stopPprof, err := servePprof(ctx, cfg.pprofListen, log)
+	return runDaemon(cfg, daemonMode{backend: b, openTemplates: true, wire: func(ctx context.Context, st *store.Store) (modeDeps, error) {
+		netw, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
 		if err != nil {
-			return err
+			return modeDeps{}, err
 		}
-		defer stopPprof()
-	}
-	return serveAPI(ctx, cfg, mgr, server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics,
-		PortKey: portKey, Templates: templates}, keys, b.Templates(), log)
+		return modeDeps{network: netw, egress: egress, catalog: cat, stop: stopNet}, nil
+	}}, log)
 }
 
 // serveAPI serves the REST API until ctx ends, with the reaper running,

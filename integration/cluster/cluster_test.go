@@ -44,12 +44,18 @@ type lab struct {
 	gwURLs   []string
 	keys     []string // alice, bob
 	nodeArgs []string // extra paddockd flags of every node
+	// configs are the nodes' config files by index (default: networking off).
+	configs map[int]string
+	// e2b: nodes and gateways serve the E2B endpoint too (gwE2B: the gateways').
+	e2b   bool
+	gwE2B []string
 	// nodeKC and gwKC are the kubeconfigs nodes and gateways run with.
 	nodeKC, gwKC string
 }
 
 type node struct {
 	name, stateDir, listen string
+	e2bListen              string // with lab.e2b
 	p                      *proc
 }
 
@@ -74,6 +80,15 @@ func requireLab(t testing.TB) {
 // nodeArgs added to their flags) and gateways, and two keys.
 func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
 	l := newLab(t, nodeArgs...)
+	l.setup()
+	l.addNodes(nodes)
+	l.addGateways(gateways)
+	return l
+}
+
+// setup installs the CRD and makes the keys alice and bob.
+func (l *lab) setup() {
+	t := l.t
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cluster.Install(ctx, l.kc, ns); err != nil {
@@ -86,9 +101,6 @@ func startLab(t testing.TB, nodes, gateways int, nodeArgs ...string) *lab {
 		}
 		l.keys = append(l.keys, secret)
 	}
-	l.addNodes(nodes)
-	l.addGateways(gateways)
-	return l
 }
 
 // newLab starts the control plane only; nodes and gateways use the admin
@@ -112,6 +124,9 @@ func (l *lab) addNodes(n int) {
 		must(l.t, err)
 		os.Chmod(dir, 0o755) // removed by cleanup once the node is stopped, not by t.Cleanup
 		nd := &node{name: fmt.Sprintf("node%d", i+1), stateDir: dir, listen: fmt.Sprintf("127.0.0.1:%d", freePort(l.t))}
+		if l.e2b {
+			nd.e2bListen = fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
+		}
 		l.nodes = append(l.nodes, nd)
 		l.startNode(i)
 	}
@@ -120,9 +135,14 @@ func (l *lab) addNodes(n int) {
 func (l *lab) addGateways(n int) {
 	for range n {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
+		args := []string{"serve", "--kubeconfig", l.gwKC, "--namespace", ns, "--listen", addr, "--cache-for", "500ms"}
+		if l.e2b {
+			e := fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
+			args = append(args, "--e2b-listen", e)
+			l.gwE2B = append(l.gwE2B, "http://"+e)
+		}
 		g := startProc(l.t, l.cp.dir, fmt.Sprintf("gateway%d", len(l.gateways)+1),
-			filepath.Join(*paddockBin, "paddock-gateway"), "serve", "--kubeconfig", l.gwKC,
-			"--namespace", ns, "--listen", addr, "--cache-for", "500ms")
+			filepath.Join(*paddockBin, "paddock-gateway"), args...)
 		l.gateways = append(l.gateways, g)
 		l.gwURLs = append(l.gwURLs, "http://"+addr)
 		waitHealthy(l.t, "http://"+addr, g)
@@ -133,11 +153,18 @@ func (l *lab) addGateways(n int) {
 func (l *lab) startNode(i int) {
 	n := l.nodes[i]
 	cfg := filepath.Join(n.stateDir, "config.json")
-	must(l.t, os.WriteFile(cfg, []byte(`{"network": {"disabled": true}}`), 0o600))
+	conf := `{"network": {"disabled": true}}`
+	if c, ok := l.configs[i]; ok {
+		conf = c
+	}
+	must(l.t, os.WriteFile(cfg, []byte(conf), 0o600))
 	args := append([]string{"serve", "--state-dir", n.stateDir, "--listen", n.listen, "--config", cfg,
 		"--uid-base", fmt.Sprint(1<<20 + (i+1)*64*65536), "--max-sandboxes", "16", "--max-sandboxes-per-key", "-1",
 		"--kubeconfig", l.nodeKC, "--cluster-namespace", ns, "--node-name", n.name,
 		"--lease-seconds", fmt.Sprint(leaseSeconds)}, l.nodeArgs...)
+	if n.e2bListen != "" {
+		args = append(args, "--e2b-listen", n.e2bListen)
+	}
 	n.p = startProc(l.t, l.cp.dir, n.name+fmt.Sprintf("-%d", time.Now().UnixNano()%1000), filepath.Join(*paddockBin, "paddockd"), args...)
 	waitHealthy(l.t, "http://"+n.listen, n.p)
 }

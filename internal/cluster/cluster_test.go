@@ -2,8 +2,12 @@ package cluster
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,43 +61,91 @@ func TestOwnerHash(t *testing.T) {
 }
 
 // TestPlace: live nodes with room, least loaded first, counting this
-// gateway's creates the Leases do not show yet; lost and full nodes never.
+// gateway's creates the Leases do not show yet; lost and full nodes never;
+// nodes listing the template first, then open ones; an idle warm-pool
+// sandbox of the template before load; a template nobody has is an error.
 func TestPlace(t *testing.T) {
 	u, _ := url.Parse("http://127.0.0.1:1")
 	renewed := time.Now().Add(-time.Second)
-	c := &nodeCache{refresh: time.Hour, at: time.Now(), pending: map[string][]time.Time{},
+	c := &nodeCache{refresh: time.Hour, at: time.Now(), pending: map[string][]pendingCreate{},
 		nodes: map[string]*nodeInfo{
-			"a":    {name: "a", url: u, capacity: 10, live: 5, renewedAt: renewed},
-			"b":    {name: "b", url: u, capacity: 10, live: 1, renewedAt: renewed},
-			"c":    {name: "c", url: u, capacity: 4, live: 1, renewedAt: renewed, templates: []string{"base"}},
-			"full": {name: "full", url: u, capacity: 2, live: 2, renewedAt: renewed},
-			"lost": {name: "lost", url: u, capacity: 10, live: 0, lost: true},
+			"a":    {name: "a", url: u, capacity: 10, live: 5, renewedAt: renewed, templates: []string{"base", "py"}, idle: map[string]int{"py": 1}},
+			"b":    {name: "b", url: u, capacity: 10, live: 1, renewedAt: renewed, templates: []string{"base"}, open: true},
+			"c":    {name: "c", url: u, capacity: 4, live: 1, renewedAt: renewed, templates: []string{"base", "go"}},
+			"full": {name: "full", url: u, capacity: 2, live: 2, renewedAt: renewed, templates: []string{"base", "rust"}},
+			"lost": {name: "lost", url: u, capacity: 10, live: 0, lost: true, templates: []string{"base", "zig"}},
 		}}
-	names := func(tmpl string) []string {
+	names := func(tmpl string) ([]string, error) {
 		ns, err := c.place(t.Context(), tmpl)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []string
 		for _, n := range ns {
 			out = append(out, n.name)
 		}
-		return out
+		return out, err
 	}
-	if got := names(""); len(got) != 3 || got[0] != "b" || got[1] != "c" || got[2] != "a" {
-		t.Fatalf("order = %v, want [b c a]", got)
+	tests := []struct {
+		template string
+		closed   bool   // b not open
+		want     string // the order, or "error"
+	}{
+		{"", false, "b c a"},
+		{"base", false, "b c a"},
+		{"go", false, "c"},           // listed by c only
+		{"py", false, "a"},           // a has it (and an idle one)
+		{"own-template", false, "b"}, // no node lists it: the open one
+		{"rust", true, ""},           // only on a full node: no room, not unknown
+		{"zig", true, "error"},       // only on a lost node
+		{"nowhere", true, "error"},   // on no node, none open
 	}
-	if got := names("base"); len(got) != 1 || got[0] != "c" {
-		t.Fatalf("template base (listed by c only) = %v, want [c]", got)
+	for _, tt := range tests {
+		c.nodes["b"].open = !tt.closed
+		got, err := names(tt.template)
+		if tt.want == "error" {
+			if ut := (*errUnknownTemplate)(nil); !errors.As(err, &ut) {
+				t.Errorf("%q: %v %v, want errUnknownTemplate", tt.template, got, err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != tt.want {
+			t.Errorf("%q: %v %v, want [%s]", tt.template, got, err, tt.want)
+		}
 	}
-	if got := names("python"); len(got) != 3 {
-		t.Fatalf("template python (listed by none) = %v, want every node with room", got)
+	// idle before load: a's idle "base" sandbox puts it first
+	c.nodes["a"].idle["base"] = 1
+	if got, _ := names(""); strings.Join(got, " ") != "a b c" {
+		t.Errorf("with an idle base on a: %v, want [a b c]", got)
+	}
+	c.placed("a", "py") // another template's create leaves the idle base sandbox
+	if got, _ := names(""); strings.Join(got, " ") != "a b c" {
+		t.Errorf("after a py create on a: %v, want [a b c]", got)
+	}
+	c.pending["a"] = nil
+	c.placed("a", "") // that create took a's idle sandbox as far as this gateway knows
+	if got, _ := names(""); strings.Join(got, " ") != "b c a" {
+		t.Errorf("after a create on a: %v, want [b c a]", got)
 	}
 	for range 3 {
-		c.placed("b")
+		c.placed("b", "")
 	}
-	if got := names(""); got[0] != "c" {
+	if got, _ := names(""); got[0] != "c" {
 		t.Fatalf("after 3 creates on b, order = %v, want c first", got)
+	}
+}
+
+// TestLeaseTemplates: sorted, deduplicated, bounded names; idle counts of
+// listed templates only; open when asked or when the list was cut.
+func TestLeaseTemplates(t *testing.T) {
+	ann := leaseTemplates([]string{"py", "base", "py"}, map[string]int{"py": 2, "gone": 1}, false)
+	if ann[annTemplates] != "base,py" || ann[annIdle] != "py=2" || ann[annOpen] != "" {
+		t.Errorf("annotations %v", ann)
+	}
+	var many []string
+	for i := range maxLeaseTemplates + 5 {
+		many = append(many, fmt.Sprintf("t%03d", i))
+	}
+	ann = leaseTemplates(many, nil, false)
+	if n := len(strings.Split(ann[annTemplates], ",")); n != maxLeaseTemplates || ann[annOpen] != "true" {
+		t.Errorf("%d names, open %q; want %d and open", n, ann[annOpen], maxLeaseTemplates)
 	}
 }
 
@@ -129,6 +181,35 @@ func TestPortRouting(t *testing.T) {
 		pid, _ := portPath(tt.path)
 		if id != tt.wantHost || pid != tt.wantPath {
 			t.Errorf("%q %q %q: host id %q path id %q, want %q %q", tt.host, tt.domain, tt.path, id, pid, tt.wantHost, tt.wantPath)
+		}
+	}
+}
+
+// TestE2BTarget: the E2B data plane names a sandbox by header or by a
+// <port>-<id>.<domain> host; anything else is the control plane.
+func TestE2BTarget(t *testing.T) {
+	tests := []struct {
+		host, header, domain string
+		want                 string
+		ok                   bool
+	}{
+		{"gw:7430", "sbabc", "", "sbabc", true},
+		{"49983-sbabc.e2b.example", "", "e2b.example", "sbabc", true},
+		{"49983-sbabc.E2B.example:443", "", "e2b.example", "sbabc", true},
+		{"49983-sbabc.other.example", "", "e2b.example", "", false},
+		{"49983-sb_x.e2b.example", "", "", "", false},
+		{"99999-sbabc.e2b.example", "", "", "", false},
+		{"api.e2b.example", "", "", "", false},
+		{"127.0.0.1:7430", "", "", "", false},
+	}
+	for _, tt := range tests {
+		r, _ := http.NewRequest("GET", "http://x/health", nil)
+		r.Host = tt.host
+		if tt.header != "" {
+			r.Header.Set("E2b-Sandbox-Id", tt.header)
+		}
+		if id, ok := e2bTarget(r, tt.domain); id != tt.want || ok != tt.ok {
+			t.Errorf("%q %q %q: %q %v, want %q %v", tt.host, tt.header, tt.domain, id, ok, tt.want, tt.ok)
 		}
 	}
 }

@@ -28,7 +28,11 @@ type GatewayConfig struct {
 	// <port>-<id>.<PortsDomain> go to the sandbox's node, which checks the
 	// signed port token or key. Empty: only the path form is served.
 	PortsDomain string
-	Log         *slog.Logger
+	// E2BDomain is the nodes' --e2b-domain: E2B data-plane hosts
+	// <port>-<id>.<E2BDomain> (any domain when empty) go to the sandbox's
+	// node (E2BHandler).
+	E2BDomain string
+	Log       *slog.Logger
 }
 
 // Gateway serves the Paddock REST API for a cluster: it authenticates the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,8 @@ type NodeConfig struct {
 	// Name is the node's name (its Lease is paddock-node-<Name>); URL the
 	// address gateways reach its REST API at.
 	Name, URL string
+	// E2BURL is where gateways reach its E2B endpoint ("" = none).
+	E2BURL string
 	// Capacity is the most live sandboxes the node takes (--max-sandboxes).
 	Capacity int
 	// LeaseDuration is the Lease's duration (DefaultLeaseDuration if 0); it
@@ -35,6 +38,11 @@ type NodeConfig struct {
 	Records func() ([]*store.Record, error)
 	// Templates lists the node's template names.
 	Templates func() []string
+	// OpenTemplates: the node also creates from templates its list does
+	// not name (its /v1/templates catalog: templates built or imported
+	// through the API, per key), so gateways send it creates of templates
+	// no node lists and let it answer.
+	OpenTemplates bool
 	// KeysDir is the daemon's keys directory, kept equal to the API-key
 	// Secrets.
 	KeysDir string
@@ -112,15 +120,21 @@ func (n *Node) syncKeys(ctx context.Context) error {
 }
 
 // renew writes the node's Lease (creating it the first time) with the
-// node's URL, capacity, live count and templates. The live count is the
+// node's URL, capacity, live count, templates and idle warm-pool sandboxes
+// per template (annotations in docs/kubernetes.md). The live count is the
 // keys' sandboxes: the warm pool's idle ones (no owner) give their slot up
 // to a create when the node is full, so they do not take capacity.
 func (n *Node) renew(ctx context.Context) error {
 	live := 0
+	idle := map[string]int{}
 	if recs, err := n.cfg.Records(); err == nil {
 		for _, r := range recs {
-			if r.State != sandbox.Terminated && r.Owner != "" {
+			switch {
+			case r.State == sandbox.Terminated:
+			case r.Owner != "":
 				live++
+			default:
+				idle[r.Template]++
 			}
 		}
 	}
@@ -132,11 +146,15 @@ func (n *Node) renew(ctx context.Context) error {
 	if n.cfg.Templates != nil {
 		tmpl = n.cfg.Templates()
 	}
+	ann := leaseTemplates(tmpl, idle, n.cfg.OpenTemplates)
+	ann[annURL], ann[annCapacity], ann[annLive] = n.cfg.URL, strconv.Itoa(n.cfg.Capacity), strconv.Itoa(live)
+	if n.cfg.E2BURL != "" {
+		ann[annE2BURL] = n.cfg.E2BURL
+	}
 	l := Lease{APIVersion: "coordination.k8s.io/v1", Kind: "Lease",
 		Metadata: ObjectMeta{Name: leaseName(n.cfg.Name),
-			Labels: map[string]string{labelKind: kindNode, labelNode: n.cfg.Name},
-			Annotations: map[string]string{annURL: n.cfg.URL, annCapacity: strconv.Itoa(n.cfg.Capacity),
-				annLive: strconv.Itoa(live), annTemplates: strings.Join(tmpl, ",")}},
+			Labels:      map[string]string{labelKind: kindNode, labelNode: n.cfg.Name},
+			Annotations: ann},
 		Spec: LeaseSpec{HolderIdentity: n.cfg.Name, LeaseDurationSeconds: int32(n.cfg.LeaseDuration / time.Second),
 			AcquireTime: n.acqAt, RenewTime: now}}
 	p := leasesPath(n.cfg.Namespace)
@@ -150,6 +168,30 @@ func (n *Node) renew(ctx context.Context) error {
 	}
 	l.Metadata.ResourceVersion = cur.Metadata.ResourceVersion
 	return n.cfg.Kube.Update(ctx, p+"/"+l.Metadata.Name, l, nil)
+}
+
+// leaseTemplates are the template annotations of a Lease: the sorted
+// names (at most maxLeaseTemplates; a node with more is marked open), the
+// idle warm-pool sandboxes as "name=count,..." (listed templates only) and
+// templates-open when the node creates from templates it does not list.
+func leaseTemplates(tmpl []string, idle map[string]int, open bool) map[string]string {
+	tmpl = slices.Clone(tmpl)
+	slices.Sort(tmpl)
+	tmpl = slices.Compact(tmpl)
+	if len(tmpl) > maxLeaseTemplates {
+		tmpl, open = tmpl[:maxLeaseTemplates], true
+	}
+	var idles []string
+	for _, t := range tmpl {
+		if c := idle[t]; c > 0 {
+			idles = append(idles, t+"="+strconv.Itoa(c))
+		}
+	}
+	ann := map[string]string{annTemplates: strings.Join(tmpl, ","), annIdle: strings.Join(idles, ",")}
+	if open {
+		ann[annOpen] = "true"
+	}
+	return ann
 }
 
 // mirror makes the Sandbox resources of this node match its records:

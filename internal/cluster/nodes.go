@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,9 +19,12 @@ import (
 type nodeInfo struct {
 	name      string
 	url       *url.URL
+	e2bURL    *url.URL // its E2B endpoint; nil: none
 	capacity  int
 	live      int
 	templates []string
+	idle      map[string]int // idle warm-pool sandboxes per template
+	open      bool           // creates from templates it does not list (its API catalog)
 	lost      bool
 	renewedAt time.Time
 }
@@ -36,7 +41,7 @@ type nodeCache struct {
 	mu      sync.Mutex
 	nodes   map[string]*nodeInfo
 	at      time.Time
-	pending map[string][]time.Time
+	pending map[string][]pendingCreate
 }
 
 func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
@@ -66,18 +71,30 @@ func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
 		if t := ls.Metadata.Annotations[annTemplates]; t != "" {
 			tmpl = strings.Split(t, ",")
 		}
+		idle := map[string]int{}
+		for _, kv := range strings.Split(ls.Metadata.Annotations[annIdle], ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				if c, err := strconv.Atoi(v); err == nil && c > 0 {
+					idle[k] = c
+				}
+			}
+		}
+		var e2b *url.URL
+		if eu, err := url.Parse(ls.Metadata.Annotations[annE2BURL]); err == nil && (eu.Scheme == "http" || eu.Scheme == "https") && eu.Host != "" {
+			e2b = eu
+		}
 		name := ls.Spec.HolderIdentity
-		nodes[name] = &nodeInfo{name: name, url: u, capacity: capacity, live: live, templates: tmpl,
-			lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
+		nodes[name] = &nodeInfo{name: name, url: u, e2bURL: e2b, capacity: capacity, live: live, templates: tmpl, idle: idle,
+			open: ls.Metadata.Annotations[annOpen] == "true", lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
 	}
 	if c.pending == nil {
-		c.pending = map[string][]time.Time{}
+		c.pending = map[string][]pendingCreate{}
 	}
-	for name, ts := range c.pending {
+	for name, ps := range c.pending {
 		n := nodes[name]
-		var keep []time.Time
-		for _, t := range ts {
-			if n != nil && t.After(n.renewedAt) {
+		var keep []pendingCreate
+		for _, t := range ps {
+			if n != nil && t.at.After(n.renewedAt) {
 				keep = append(keep, t)
 			}
 		}
@@ -96,9 +113,21 @@ func (c *nodeCache) node(ctx context.Context, name string) (*nodeInfo, error) {
 	return nodes[name], nil
 }
 
+// errUnknownTemplate: no live node lists the template and none creates
+// from templates it does not list.
+type errUnknownTemplate struct{ template string }
+
+func (e *errUnknownTemplate) Error() string {
+	return fmt.Sprintf("template %q: no live node has it (the nodes' templates are listed in their Leases, annotation %s)", e.template, annTemplates)
+}
+
 // place orders the live nodes with room for a create of template (""
-// = any; only nodes listing it when some do) from least to most loaded (live + pending over capacity), ties
-// in random order.
+// = the node's default, "base"): the nodes that list it, else the open
+// ones (they resolve the caller's catalog templates and answer); among
+// them those with an idle warm-pool sandbox of it (more than this
+// gateway's creates the Lease does not show yet) first, then from least to
+// most loaded (live + pending over capacity), ties in random order. A
+// template no live node lists while none is open is *errUnknownTemplate.
 func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, error) {
 	nodes, err := c.get(ctx)
 	if err != nil {
@@ -106,37 +135,68 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out, withTemplate []*nodeInfo
+	want := cmp.Or(template, "base")
+	var listed, open []*nodeInfo
+	known := template == ""
 	for _, n := range nodes {
-		if n.lost || n.live+len(c.pending[n.name]) >= n.capacity {
+		if n.lost {
 			continue
 		}
-		out = append(out, n)
-		if template != "" && contains(n.templates, template) {
-			withTemplate = append(withTemplate, n)
+		has := template == "" || len(n.templates) == 0 || slices.Contains(n.templates, template)
+		known = known || has || n.open
+		if n.live+len(c.pending[n.name]) >= n.capacity {
+			continue
+		}
+		if has {
+			listed = append(listed, n)
+		} else if n.open {
+			open = append(open, n)
 		}
 	}
-	// Nodes that list the template first; a template no node lists (one
-	// imported or built through the API, or unknown) may be on any: the
-	// node answers.
-	if len(withTemplate) > 0 {
-		out = withTemplate
+	if !known {
+		return nil, &errUnknownTemplate{template: template}
+	}
+	out := listed
+	if len(out) == 0 {
+		out = open
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	warm := func(n *nodeInfo) bool {
+		taken := 0 // creates of this template the Lease's idle count may still hold
+		for _, p := range c.pending[n.name] {
+			if cmp.Or(p.template, "base") == want {
+				taken++
+			}
+		}
+		return n.idle[want] > taken
+	}
 	load := func(n *nodeInfo) float64 { return float64(n.live+len(c.pending[n.name])) / float64(max(n.capacity, 1)) }
+	less := func(a, b *nodeInfo) bool {
+		if wa, wb := warm(a), warm(b); wa != wb {
+			return wa
+		}
+		return load(a) < load(b)
+	}
 	// a stable insertion sort: few nodes, and it keeps the shuffled ties
 	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && load(out[j]) < load(out[j-1]); j-- {
+		for j := i; j > 0 && less(out[j], out[j-1]); j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
 	return out, nil
 }
 
-// placed records a create on node until the next Lease read.
-func (c *nodeCache) placed(node string) {
+// pendingCreate is a create this gateway placed that the node's Lease
+// does not show yet.
+type pendingCreate struct {
+	at       time.Time
+	template string
+}
+
+// placed records a create of template on node until the next Lease read.
+func (c *nodeCache) placed(node, template string) {
 	c.mu.Lock()
-	c.pending[node] = append(c.pending[node], time.Now())
+	c.pending[node] = append(c.pending[node], pendingCreate{at: time.Now(), template: template})
 	c.mu.Unlock()
 }
 
@@ -156,13 +216,4 @@ func (c *nodeCache) live(ctx context.Context) ([]*nodeInfo, error) {
 		return nil, fmt.Errorf("no live paddock node (no current Lease in namespace %s)", c.ns)
 	}
 	return out, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

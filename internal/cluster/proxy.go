@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
@@ -22,6 +25,40 @@ import (
 // maxNodeAnswer bounds a node's answer the gateway reads whole (create and
 // list); everything else streams through.
 const maxNodeAnswer = 8 << 20
+
+// nodeReadBuffer and streamSendBuffer bound what one stream holds in the
+// gateway's sockets: the receive buffer (SO_RCVBUF; the kernel doubles it)
+// of every connection to a node, and the send buffer (SO_SNDBUF) of a
+// client connection while it carries an NDJSON stream (exec output,
+// watches, logs). Autotuned, they grow to tcp_rmem's and tcp_wmem's
+// maxima (32 and 4 MiB on many hosts) as the gateway reads a node's
+// stream eagerly, so a stream the client does not read would pile up
+// megabytes in the gateway while the node sees it read: a file watch
+// would never report its overflow. 64 KiB each keeps about 256 KiB of a
+// stream in the gateway and still moves hundreds of MB/s at in-cluster
+// round trips; other answers to clients (file downloads) keep autotuning.
+const (
+	nodeReadBuffer   = 64 << 10
+	streamSendBuffer = 64 << 10
+)
+
+// ctxConn holds the client connection in a request's context (ConnContext).
+type ctxConn struct{}
+
+// ConnContext is the gateway servers' http.Server.ConnContext: it lets
+// the proxy bound the send buffer of a connection carrying a stream.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, ctxConn{}, c)
+}
+
+// setBuffer sets socket option opt (SO_RCVBUF, SO_SNDBUF) of c to n bytes.
+func setBuffer(c syscall.RawConn, opt, n int) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, n) }); err != nil {
+		return err
+	}
+	return serr
+}
 
 // proxy forwards requests to nodes. Streams (NDJSON, file bodies) are
 // flushed as they come; WebSocket upgrades pass through.
@@ -36,6 +73,10 @@ type ctxNode struct{}
 func newProxy(log *slog.Logger) *proxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
+		return setBuffer(c, syscall.SO_RCVBUF, nodeReadBuffer)
+	}}
+	tr.DialContext = d.DialContext
 	p := &proxy{log: log, hc: &http.Client{Transport: tr}}
 	p.rp = &httputil.ReverseProxy{
 		Transport:     tr,
@@ -46,6 +87,17 @@ func newProxy(log *slog.Logger) *proxy {
 			// The node sees the client's Host: port URLs it builds name the
 			// gateway, and own-origin hosts keep their sandbox id.
 			pr.Out.Host = pr.In.Host
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if !strings.HasPrefix(resp.Header.Get("Content-Type"), api.ContentTypeNDJSON) {
+				return nil
+			}
+			if sc, ok := resp.Request.Context().Value(ctxConn{}).(syscall.Conn); ok {
+				if rc, err := sc.SyscallConn(); err == nil {
+					setBuffer(rc, syscall.SO_SNDBUF, streamSendBuffer) // best effort: the stream works either way
+				}
+			}
+			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			n := r.Context().Value(ctxNode{}).(*nodeInfo)
@@ -69,7 +121,7 @@ func (p *proxy) call(ctx context.Context, n *nodeInfo, method, path, query strin
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	for _, h := range []string{"Authorization", "Content-Type", "Accept"} {
+	for _, h := range []string{"Authorization", "X-API-KEY", "Content-Type", "Accept"} {
 		if v := hdr.Get(h); v != "" {
 			req.Header.Set(h, v)
 		}
@@ -101,6 +153,10 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 	}
 	json.Unmarshal(body, &want) // the node validates the body; this only picks the node
 	nodes, err := g.nodes.place(r.Context(), want.Template)
+	if ut := (*errUnknownTemplate)(nil); errors.As(err, &ut) {
+		writeErr(w, api.CodeUnknownTemplate, ut.Error())
+		return
+	}
 	if err != nil {
 		writeErr(w, api.CodeUnavailable, "cluster state unavailable: "+err.Error())
 		return
@@ -114,7 +170,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 	var ans []byte
 	var node *nodeInfo
 	for _, n := range nodes {
-		g.nodes.placed(n.name)
+		g.nodes.placed(n.name, want.Template)
 		st, hdr, ans, err = g.proxy.call(r.Context(), n, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, body)
 		if err != nil {
 			g.cfg.Log.Warn("gateway: create on node failed", "node", n.name, "err", err)

@@ -24,9 +24,17 @@ const (
 	labelOwner = Group + "/owner"
 
 	annURL       = Group + "/url"
+	annE2BURL    = Group + "/e2b-url"
 	annCapacity  = Group + "/capacity"
 	annLive      = Group + "/live"
 	annTemplates = Group + "/templates"
+	annIdle      = Group + "/idle"
+	annOpen      = Group + "/templates-open"
+
+	// maxLeaseTemplates bounds the names in a Lease's templates and idle
+	// annotations (each name at most 63 bytes, so about 6 KiB); a node with
+	// more lists the first ones, sorted, and is marked templates-open.
+	maxLeaseTemplates = 100
 
 	kindNode   = "node"
 	kindAPIKey = "api-key"

@@ -73,8 +73,18 @@ type Config struct {
 	// ranges (a paddockd outside the cluster).
 	ClientSelectors []map[string]string
 	ClientCIDRs     []string
-	Log             *slog.Logger
+	// MaxLifetime bounds every sandbox Pod's life: its
+	// activeDeadlineSeconds is MaxLifetime + DeadlineGrace, so the kubelet
+	// ends it even while paddockd is down (0: no deadline). Pass the
+	// longest lease (manager.Config.MaxTimeout).
+	MaxLifetime time.Duration
+	Log         *slog.Logger
 }
+
+// DeadlineGrace is added to MaxLifetime in a Pod's activeDeadlineSeconds:
+// paddockd's reaper ends a sandbox at its lease, the kubelet only when
+// paddockd did not.
+const DeadlineGrace = 60 * time.Second
 
 // DefaultClientSelectors are the labels of deploy/kubernetes' paddockd and
 // gateway pods.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -17,7 +18,10 @@ import (
 // reaches nothing but its own agent); Spec.Env reaches every
 // command through the container's environment; the workspace is an
 // emptyDir bounded by the disk size; no service account token, no service
-// links.
+// links. With Config.MaxLifetime the Pod has an activeDeadlineSeconds of
+// it plus DeadlineGrace: a backstop for leases while paddockd is down
+// (Kubernetes lets a Pod's deadline only be lowered, never raised, so it
+// is the longest lease, not the sandbox's current one).
 func (b *Backend) podFor(spec sandbox.Spec, tpl Template) pod {
 	no := false
 	grace := int64(1)
@@ -39,6 +43,11 @@ func (b *Backend) podFor(spec sandbox.Spec, tpl Template) pod {
 	if spec.Resources.DiskMiB > 0 {
 		workspace.EmptyDir.SizeLimit = fmt.Sprintf("%dMi", spec.Resources.DiskMiB)
 	}
+	var deadline *int64
+	if b.cfg.MaxLifetime > 0 {
+		d := int64((b.cfg.MaxLifetime + DeadlineGrace + time.Second - 1) / time.Second)
+		deadline = &d
+	}
 	return pod{
 		APIVersion: "v1", Kind: "Pod",
 		Metadata: objectMeta{Name: podName(spec.ID), Namespace: b.cfg.Namespace, Labels: b.labels(spec.ID)},
@@ -49,6 +58,7 @@ func (b *Backend) podFor(spec sandbox.Spec, tpl Template) pod {
 			Hostname:                      "sandbox",
 			RuntimeClassName:              tpl.RuntimeClass,
 			TerminationGracePeriodSeconds: &grace,
+			ActiveDeadlineSeconds:         deadline,
 			InitContainers: []container{{
 				Name: "agent-install", Image: b.cfg.AgentImage, ImagePullPolicy: b.cfg.ImagePullPolicy,
 				Command:      []string{"/paddock-agent", "install", agentDir + "/paddock-agent"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -75,5 +76,34 @@ func TestNoClientsRefused(t *testing.T) {
 		Templates: map[string]Template{"base": {Image: "i"}}, ClientSelectors: []map[string]string{}})
 	if err == nil {
 		t.Fatal("New accepted a Config without agent clients")
+	}
+}
+
+// TestActiveDeadline: with MaxLifetime the Pod carries activeDeadlineSeconds
+// = MaxLifetime + DeadlineGrace (whole seconds, rounded up), so the kubelet
+// ends it even while paddockd is down; without, no deadline.
+func TestActiveDeadline(t *testing.T) {
+	tests := []struct {
+		name     string
+		lifetime time.Duration
+		want     string // the JSON field, "" = absent
+	}{
+		{"none", 0, ""},
+		{"one day", 24 * time.Hour, `"activeDeadlineSeconds":86460`},
+		{"rounded up", 1500 * time.Millisecond, `"activeDeadlineSeconds":62`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := New(Config{Kube: &kube.Client{}, Namespace: "ns", AgentImage: "agent:1",
+				Templates: map[string]Template{"base": {Image: "img:1"}}, MaxLifetime: tt.lifetime})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(b.podFor(sandbox.Spec{ID: "sbx1", Template: "base"}, b.cfg.Templates["base"]))
+			got := strings.Contains(string(raw), "activeDeadlineSeconds")
+			if tt.want == "" && got || tt.want != "" && !strings.Contains(string(raw), tt.want) {
+				t.Errorf("pod %s, want %q", raw, tt.want)
+			}
+		})
 	}
 }

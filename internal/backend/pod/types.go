@@ -27,6 +27,7 @@ type podSpec struct {
 	Hostname                      string      `json:"hostname,omitempty"`
 	RuntimeClassName              string      `json:"runtimeClassName,omitempty"`
 	TerminationGracePeriodSeconds *int64      `json:"terminationGracePeriodSeconds,omitempty"`
+	ActiveDeadlineSeconds         *int64      `json:"activeDeadlineSeconds,omitempty"`
 	InitContainers                []container `json:"initContainers,omitempty"`
 	Containers                    []container `json:"containers"`
 	Volumes                       []volume    `json:"volumes,omitempty"`

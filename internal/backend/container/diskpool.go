@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"golang.org/x/sys/unix"
@@ -61,9 +62,17 @@ type diskPool struct {
 	fsid     string // its uuid, naming /sys/fs/btrfs/<fsid>
 	log      *slog.Logger
 
-	mu    sync.Mutex
-	stale map[uint64]bool // quota groups of deleted subvolumes still to remove
+	mu       sync.Mutex
+	stale    map[uint64]bool // quota groups of deleted subvolumes still to remove
+	lastReap time.Time
 }
+
+// reapEvery spaces the attempts to remove stale quota groups: the kernel
+// frees a deleted subvolume in the background (every commit interval, 30
+// s by default), and until then each attempt fails, costing an ioctl
+// that joins a transaction; a mass delete would otherwise pay that on
+// every delete.
+const reapEvery = 10 * time.Second
 
 // openDiskPool mounts the pool at <stateDir>/disks, making its image of
 // sizeMiB first if there is none. A pool still mounted (a restart) is
@@ -231,8 +240,14 @@ func (p *diskPool) remove(id string) error {
 	}
 	p.mu.Lock()
 	p.stale[sid] = true
+	reap := time.Since(p.lastReap) >= reapEvery
+	if reap {
+		p.lastReap = time.Now()
+	}
 	p.mu.Unlock()
-	p.reapQgroups(8)
+	if reap {
+		p.reapQgroups(64)
+	}
 	return nil
 }
 

@@ -187,7 +187,7 @@ func (p *diskPool) create(id string, diskMiB int64) error {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(p.mnt, &sfs); err == nil {
 		if free := int64(sfs.Bavail) * sfs.Bsize >> 20; free < poolMinFreeMiB {
-			return fmt.Errorf("%w: the sandbox disk pool %s is full (%d MiB free of %d MiB): delete sandboxes, or grow it (docs/operations.md)",
+			return fmt.Errorf("%w: the sandbox disk pool %s is full (%d MiB free of %d MiB): delete sandboxes, or grow it (README, Sandbox disks)",
 				sandbox.ErrNoCapacity, p.img, free, int64(sfs.Blocks)*sfs.Bsize>>20)
 		}
 	}

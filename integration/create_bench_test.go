@@ -25,7 +25,7 @@ const createBenchUIDBase = crashUIDBase + 2000*65536
 // delete after each is not timed.
 func BenchmarkCreate(b *testing.B) {
 	requireDaemon(b)
-	names, ds := benchDaemons(b, createBenchUIDBase, 4, "--warm-pool", "0")
+	names, ds := benchDaemons(b, createBenchUIDBase, 4)
 	pooled, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(createBenchUIDBase + 20*65536),
 		"--max-sandboxes", "12", "--max-sandboxes-per-key", "-1"}})
 	if err != nil {

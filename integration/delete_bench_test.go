@@ -19,7 +19,9 @@ var (
 
 // benchDaemons starts this build's daemon and, with -paddock.baseline.bin,
 // the baseline's, each with uid ranges of its own from uidBase and room
-// for max sandboxes. Names are "this" and "baseline".
+// for max sandboxes. Names are "this" and "baseline". The warm pool is
+// off: its idle sandbox is none of the benchmark's, would count in idle
+// memory and would keep the host from ever being clean of sandboxes.
 func benchDaemons(b *testing.B, uidBase, max int, args ...string) (names []string, ds []*daemon) {
 	bins := []string{""}
 	names = []string{"this"}
@@ -28,7 +30,7 @@ func benchDaemons(b *testing.B, uidBase, max int, args ...string) (names []strin
 	}
 	for i, bin := range bins {
 		d, err := startDaemon(daemonOptions{bin: bin, extraArgs: append([]string{"--uid-base", strconv.Itoa(uidBase + i*(max+2)*65536),
-			"--max-sandboxes", strconv.Itoa(max), "--max-sandboxes-per-key", "-1"}, args...)})
+			"--max-sandboxes", strconv.Itoa(max), "--max-sandboxes-per-key", "-1", "--warm-pool", "0"}, args...)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -49,7 +51,7 @@ const deleteBenchUIDBase = crashUIDBase + 1900*65536
 // and until the host is clean.
 func BenchmarkDelete(b *testing.B) {
 	requireDaemon(b)
-	names, ds := benchDaemons(b, deleteBenchUIDBase, 24, "--warm-pool", "0")
+	names, ds := benchDaemons(b, deleteBenchUIDBase, 24)
 	ctx := context.Background()
 	lat := make([][]time.Duration, len(ds))
 	for i := 0; i < *deleteN; i++ {

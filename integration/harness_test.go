@@ -234,6 +234,7 @@ func (d *daemon) shutdown() {
 	// The daemon is gone for good: drop its packet-filter table too.
 	network.RemoveTable(container.DefaultCgroupParent(d.stateDir))
 	syscall.Unmount(filepath.Join(d.stateDir, "netns"), syscall.MNT_DETACH)
+	syscall.Unmount(filepath.Join(d.stateDir, "disks"), syscall.MNT_DETACH) // the disk pool, if sandboxes were left
 	os.RemoveAll(d.stateDir)
 }
 

@@ -21,14 +21,16 @@ func cgroupDirsOf(id string) []string {
 
 // hostTraces counts what sandboxes of a state directory hold on the host:
 // cgroups, mounts under the state dir, processes whose root is under it,
-// and loop devices backed by files under it.
+// loop devices backed by files under it, and their disks in the disk pool
+// (<state>/disks/<id>). The disk pool's own mount and loop device are the
+// daemon's, shared by all sandboxes, and not counted.
 type hostTraces struct {
-	Cgroups, Mounts, Processes, Loops int
-	Details                           []string
+	Cgroups, Mounts, Processes, Loops, Disks int
+	Details                                  []string
 }
 
 func (h hostTraces) zero() bool {
-	return h.Cgroups == 0 && h.Mounts == 0 && h.Processes == 0 && h.Loops == 0
+	return h.Cgroups == 0 && h.Mounts == 0 && h.Processes == 0 && h.Loops == 0 && h.Disks == 0
 }
 
 func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
@@ -42,7 +44,7 @@ func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
 			fs := strings.Fields(sc.Text())
 			// <state>/netns itself is the daemon's shared mount point for
 			// pinned namespaces, not a sandbox's.
-			if len(fs) > 4 && strings.HasPrefix(fs[4], stateDir+"/") && fs[4] != stateDir+"/netns" {
+			if len(fs) > 4 && strings.HasPrefix(fs[4], stateDir+"/") && fs[4] != stateDir+"/netns" && fs[4] != stateDir+"/disks" {
 				h.Mounts++
 			}
 		}
@@ -65,8 +67,14 @@ func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
 	}
 	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	for _, l := range loops {
-		if b, err := os.ReadFile(l); err == nil && strings.HasPrefix(string(b), stateDir+"/") {
+		if b, err := os.ReadFile(l); err == nil && strings.HasPrefix(string(b), stateDir+"/") && strings.TrimSpace(string(b)) != stateDir+"/disks.img" {
 			h.Loops++
+		}
+	}
+	for _, id := range ids {
+		if _, err := os.Lstat(filepath.Join(stateDir, "disks", id)); err == nil {
+			h.Disks++
+			h.Details = append(h.Details, "disk "+id)
 		}
 	}
 	return h

@@ -33,7 +33,7 @@ const idleUIDBase = crashUIDBase + 1400*65536
 // host to be clean.
 func BenchmarkIdle(b *testing.B) {
 	requireDaemon(b)
-	names, ds := benchDaemons(b, idleUIDBase, *idleN+10, "--warm-pool", "0")
+	names, ds := benchDaemons(b, idleUIDBase, *idleN+10)
 	ctx := context.Background()
 	time.Sleep(5 * time.Second) // past start-up work
 	cpu0 := cpuOverAll(ds, *idleWindow)

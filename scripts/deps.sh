@@ -5,6 +5,7 @@ need=""
 dpkg -s libseccomp-dev >/dev/null 2>&1 || need="$need libseccomp-dev"
 dpkg -s pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v mkfs.ext4 >/dev/null 2>&1 || need="$need e2fsprogs"
+command -v mkfs.btrfs >/dev/null 2>&1 || need="$need btrfs-progs" # --disk-mode=quota, the default
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
 command -v crun >/dev/null 2>&1 || need="$need crun"
 command -v python3 >/dev/null 2>&1 || need="$need python3"

@@ -94,6 +94,7 @@ images() {  # paddock-agent:dev (the pod backend's init container) and paddock:d
   # paddock-agent and runc next to itself
   for b in paddockd paddock-gateway paddock-agent runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
   cp "$(command -v mkfs.ext4)" "$w/p/bin/"
+  cp "$(command -v mkfs.btrfs)" "$w/p/bin/"   # the default disk mode's disk pool (--disk-mode=quota)
   cp "$(command -v busybox)" "$w/p/bin/busybox"
   for a in sh ls cat mount umount; do ln -sf busybox "$w/p/bin/$a"; done
   # shared libraries of the dynamic binaries, at their own paths (static ones, e.g. busybox, have none:

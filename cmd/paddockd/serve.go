@@ -44,7 +44,13 @@ type Config struct {
 	LogLevel           string                        `json:"log_level,omitempty"`
 	UIDBase            int64                         `json:"uid_base,omitempty"`
 	CgroupParent       string                        `json:"cgroup_parent,omitempty"`
-	Prices             *manager.Prices               `json:"prices,omitempty"`
+	// DiskMode is "quota" (default: sandboxes' writable layers share one
+	// btrfs disk pool, a quota per sandbox) or "loop" (an ext4 image, loop
+	// device and mount per sandbox); DiskPoolMiB sizes the pool's sparse
+	// image when it is first made. See docs/operations.md.
+	DiskMode    string          `json:"disk_mode,omitempty"`
+	DiskPoolMiB int64           `json:"disk_pool_mib,omitempty"`
+	Prices      *manager.Prices `json:"prices,omitempty"`
 	// Retention of paused and stopped sandboxes (retention.go).
 	Retention
 	// WarmPool is the warm pool: idle sandboxes kept ready per template
@@ -93,6 +99,8 @@ func serve(args []string) error {
 	defTimeout := fs.Int64("default-timeout", 300, "default sandbox lease in seconds")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cgroupParent := fs.String("cgroup-parent", "", `cgroup under which sandbox cgroups are made; each daemon on a host needs its own (default "paddock" for /var/lib/paddock, else "paddock-<hash of --state-dir>")`)
+	diskMode := fs.String("disk-mode", container.DiskQuota, `where sandboxes' writable layers live: "quota" (one shared btrfs disk pool <state-dir>/disks.img, a subvolume with a quota of disk_mib per sandbox; needs mkfs.btrfs) or "loop" (an ext4 image, loop device and mount per sandbox)`)
+	diskPool := fs.Int64("disk-pool-mib", 0, "size in MiB of the disk pool's sparse image when it is first made (default: the size of the file system holding --state-dir)")
 	warmPool := addWarmPoolFlags(fs)
 	pprofListen := fs.String("pprof-listen", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	retention := addRetentionFlags(fs)
@@ -153,6 +161,8 @@ func serve(args []string) error {
 	cfg.DefaultTimeout = pickInt("default-timeout", *defTimeout, cfg.DefaultTimeout)
 	cfg.UIDBase = pickInt("uid-base", *uidBase, cfg.UIDBase)
 	cfg.CgroupParent = pick("cgroup-parent", *cgroupParent, cfg.CgroupParent)
+	cfg.DiskMode = pick("disk-mode", *diskMode, cfg.DiskMode)
+	cfg.DiskPoolMiB = pickInt("disk-pool-mib", *diskPool, cfg.DiskPoolMiB)
 	if set["network-allow-private"] {
 		cfg.Network.AllowPrivate = splitList(*allowPrivate)
 	}
@@ -241,6 +251,7 @@ func run(cfg Config) error {
 		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
 		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
 		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent,
+		DiskMode: cfg.DiskMode, DiskPoolMiB: cfg.DiskPoolMiB,
 		Images: func(name string) (*template.Root, error) { return cat.Root(name) },
 	})
 	if err != nil {

@@ -69,9 +69,9 @@
 //	                           keep the template dirs from GC.
 //	    config.json            the OCI runtime spec, read by the runtime at
 //	                           create only.
-//	    disk.img, disk/        sparse ext4 image, loop-mounted at disk/, with
-//	                           disk/upper and disk/work, the overlay's writable
-//	                           layer.
+//	    disk.img, disk/        --disk-mode=loop only: sparse ext4 image,
+//	                           loop-mounted at disk/, with disk/upper and
+//	                           disk/work, the overlay's writable layer.
 //	    rootfs/                the overlay mount the sandbox runs in.
 //	    l/<n>/                 id-mapped bind mounts of template-store layers
 //	                           (templates other than base).
@@ -81,10 +81,22 @@
 //	                           A bundle is destroyed, whatever part of it
 //	                           exists, when recovery does not re-adopt it.
 //	                           A stopped sandbox's bundle is only sandbox.json
-//	                           and disk.img (its slot stays reserved);
+//	                           (and disk.img in loop mode; its slot stays
+//	                           reserved);
 //	                           recovery keeps it, tidying leftovers of an
 //	                           interrupted stop or start, and the reaper
 //	                           deletes it past its retention.
+//	disks.img, disks.img.loop  backend/container, --disk-mode=quota: the disk
+//	                           pool, a sparse btrfs image made at first start
+//	                           (--disk-pool-mib), loop-mounted (one device) at
+//	                           disks/; the loop device it was attached to.
+//	disks/<id>/                a sandbox's disk: a btrfs subvolume with
+//	                           upper/ and work/, its quota group limited to
+//	                           disk_mib. Destroy deletes it before the bundle,
+//	                           so recovery finds an interrupted delete; at
+//	                           start, subvolumes without a bundle are
+//	                           deleted. The pool is unmounted at shutdown
+//	                           when no sandbox is left, never mounted twice.
 //	runtime/<runtime>/<id>/    the OCI runtime's own state (runc, crun:
 //	                           state.json), under --root; the backend asks the
 //	                           runtime, never reads it.
@@ -136,7 +148,8 @@
 //	                           unmounts everything under a bundle (from
 //	                           /proc/self/mountinfo); network teardown
 //	                           unmounts netns/<id>.
-//	loop devices               one per sandbox, backed by its disk.img;
+//	loop devices               one for the disk pool; in loop mode one per
+//	                           sandbox, backed by its disk.img;
 //	                           Destroy detaches every loop device whose
 //	                           backing file is in the bundle.
 //	nftables table             inet <parent> (network.Config.Table), owned by

@@ -184,6 +184,9 @@ func cleanHost(t *testing.T, cfg container.Config) {
 				t.Errorf("cleanup %s: %v", id, err)
 			}
 		}
+		if err := b.Close(context.Background()); err != nil { // unmounts the disk pool
+			t.Errorf("cleanup: %v", err)
+		}
 	}
 	parent := container.DefaultCgroupParent(cfg.StateDir)
 	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent))

@@ -74,7 +74,15 @@ type Config struct {
 	// "paddock" for the default state directory, else
 	// "paddock-<hash of the state directory>".
 	CgroupParent string
-	Log          *slog.Logger
+	// DiskMode is how sandboxes' writable layers are stored: DiskQuota
+	// (default: a subvolume with a quota on one shared disk pool, see
+	// diskpool.go) or DiskLoop (an ext4 image, loop device and mount per
+	// sandbox).
+	DiskMode string
+	// DiskPoolMiB is the size of the disk pool's sparse image when it is
+	// first made (default: the size of the file system holding StateDir).
+	DiskPoolMiB int64
+	Log         *slog.Logger
 }
 
 // DefaultCgroupParent derives the cgroup parent of a state directory.
@@ -105,6 +113,7 @@ type Backend struct {
 	slots     map[int]string  // uid slot → sandbox id
 	inherited map[string]bool // sandbox directories found at start (destroy.go)
 	img       *imageState
+	pool      *diskPool // the quota mode's disk pool; nil if there is none
 }
 
 // meta is persisted per sandbox so Destroy and recovery know what it used.
@@ -115,6 +124,9 @@ type meta struct {
 	Template string `json:"template"`
 	Runtime  string `json:"runtime"`
 	Lower    string `json:"lower"`
+	// Disk is the disk mode the sandbox was made in: DiskQuota, or empty
+	// for a loop disk (diskmode.go).
+	Disk string `json:"disk,omitempty"`
 }
 
 // New prepares the state directories and the base template.
@@ -134,9 +146,6 @@ func New(cfg Config) (*Backend, error) {
 	if !validID(cfg.CgroupParent) {
 		return nil, fmt.Errorf("bad cgroup parent %q", cfg.CgroupParent)
 	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		return nil, errors.New("mkfs.ext4 not found (install e2fsprogs)")
-	}
 	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "containers"), filepath.Join(cfg.StateDir, "runtime")} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, err
@@ -153,6 +162,14 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("exit watch: %w", err)
 	}
 	b := &Backend{cfg: cfg, log: cfg.Log, runtimes: map[string]*ociRuntime{}, slots: map[int]string{}, inherited: map[string]bool{}, exits: exits}
+	if err := b.openDisks(); err != nil {
+		return nil, err
+	}
+	if b.cfg.DiskMode == DiskLoop {
+		if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+			return nil, errors.New("mkfs.ext4 not found (install e2fsprogs)")
+		}
+	}
 	for name, path := range cfg.Runtimes {
 		root := filepath.Join(cfg.StateDir, "runtime", name)
 		if err := os.MkdirAll(root, 0o700); err != nil {
@@ -183,9 +200,11 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b.img.holder, _ = exec.LookPath("cat")
 	keep := map[string]bool{base.dir: true, b.img.paddock: true}
+	known := map[string]bool{}
 	for _, id := range b.dirIDs() {
 		b.inherited[id] = true
 		if m, err := b.readMeta(id); err == nil {
+			known[id] = true
 			b.slots[m.Slot] = id
 			for _, l := range strings.Split(m.Lower, ":") {
 				keep[l] = true
@@ -193,6 +212,9 @@ func New(cfg Config) (*Backend, error) {
 		}
 	}
 	gcTemplates(cfg.StateDir, keep)
+	if b.pool != nil {
+		b.pool.sweep(known) // disks of sandboxes whose directory is gone
+	}
 	return b, nil
 }
 
@@ -308,15 +330,18 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (info sandbox.I
 		}
 	}()
 	m := meta{ID: spec.ID, Slot: slot, UIDBase: b.cfg.UIDBase + uint32(slot)*idRange,
-		Template: spec.Template, Runtime: rt.name, Lower: root.lower()}
+		Template: spec.Template, Runtime: rt.name, Lower: root.lower(), Disk: b.cfg.DiskMode}
+	if m.Disk == DiskLoop {
+		m.Disk = "" // as sandboxes made before disk modes existed
+	}
 	mb, _ := json.Marshal(m)
 	if err := store.WriteFileAtomic(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
 		return info, err
 	}
-	if err := makeDisk(filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk"), spec.Resources.DiskMiB); err != nil {
+	if err := b.makeSandboxDisk(spec.ID, &m, spec.Resources.DiskMiB); err != nil {
 		return info, fmt.Errorf("disk: %w", err)
 	}
-	upper, work := filepath.Join(dir, "disk", "upper"), filepath.Join(dir, "disk", "work")
+	upper, work := b.diskDirs(spec.ID, &m)
 	if err := prepareUpper(upper, int(m.UIDBase)); err != nil {
 		return info, err
 	}
@@ -497,6 +522,9 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 		return errors.Join(append(errs, err)...)
 	}
 	detachLoops(dir)
+	if err := b.removePoolDisk(id); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, err)
 	}

@@ -163,7 +163,8 @@ func inCgroup(pid int, parent, id string) bool {
 }
 
 // Close removes what the backend made on the host for itself, once no
-// sandbox of it is left: its cgroup parent in every hierarchy. With
+// sandbox of it is left: its cgroup parent in every hierarchy and the
+// disk pool's mount (see diskpool.go). With
 // sandboxes left (they keep running across a daemon restart) it removes
 // nothing. It is meant for the daemon's clean stop; the backend must not
 // be used after it.
@@ -176,7 +177,15 @@ func (b *Backend) Close(ctx context.Context) error {
 		b.log.Info("sandboxes left running; keeping the cgroup parent", "cgroup_parent", b.cfg.CgroupParent, "sandboxes", len(ids))
 		return nil
 	}
-	return removeCgroupParent(b.cfg.CgroupParent)
+	var errs []error
+	if b.pool != nil {
+		// No sandbox left to use it: unmount the disk pool (its loop
+		// device detaches itself); the next start mounts it again.
+		if err := unmount(b.pool.mnt); err != nil {
+			errs = append(errs, fmt.Errorf("disk pool: %w", err))
+		}
+	}
+	return errors.Join(append(errs, removeCgroupParent(b.cfg.CgroupParent))...)
 }
 
 // removeCgroupParent removes the empty cgroup directory parent in the

@@ -39,9 +39,16 @@ func makeDisk(img, mnt string, sizeMiB int64) error {
 	return loopMount(img, mnt)
 }
 
-// loopMount attaches img to a free loop device with autoclear and mounts
-// it, naming the device in img's loopRecord first.
+// loopMount attaches img, an ext4 image, to a free loop device with
+// autoclear and mounts it, naming the device in img's loopRecord first.
 func loopMount(img, mnt string) error {
+	return loopMountFS(img, mnt, "ext4", "discard")
+}
+
+// loopMountFS attaches img to a free loop device with autoclear and direct
+// I/O and mounts it at mnt as fstype with options opts, naming the device
+// in img+".loop" first (see loopRecord).
+func loopMountFS(img, mnt, fstype, opts string) error {
 	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("loop-control: %w", err)
@@ -87,7 +94,7 @@ func loopMount(img, mnt string) error {
 			lf.Close()
 			return fmt.Errorf("loop configure: %w", err)
 		}
-		err = unix.Mount(dev, mnt, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "discard")
+		err = unix.Mount(dev, mnt, fstype, unix.MS_NOSUID|unix.MS_NODEV, opts)
 		if err != nil {
 			unix.IoctlSetInt(int(lf.Fd()), unix.LOOP_CLR_FD, 0)
 		}

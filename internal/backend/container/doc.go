@@ -1,10 +1,13 @@
 // Package container is Paddock's OCI backend. For each sandbox it builds a
 // bundle under <state-dir>/containers/<id>:
 //
-//	disk.img   sparse ext4 image of disk_mib, loop-mounted at disk/
+//	disk.img   (loop disk mode) sparse ext4 image of disk_mib,
+//	           loop-mounted at disk/
 //	disk.img.loop  the loop device it was last attached to (for cleanup)
 //	disk/upper, disk/work   the overlay's writable layer (owned by the
-//	           sandbox's mapped root)
+//	           sandbox's mapped root); in the quota disk mode (the default)
+//	           they are <state-dir>/disks/<id>/upper and work instead, a
+//	           subvolume of the shared disk pool (diskpool.go)
 //	rootfs/    overlay of the read-only template root and disk/upper
 //	config.json  the OCI runtime spec written from the request
 //	agent.sock the unix socket the daemon dials; its listening fd is handed

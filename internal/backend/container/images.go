@@ -290,7 +290,8 @@ func (b *Backend) Upper(id string) (template.Upper, error) {
 	if err != nil {
 		return template.Upper{}, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
 	}
-	return template.Upper{Dir: filepath.Join(b.dir(id), "disk", "upper"), UIDBase: m.UIDBase, Ref: m.Template}, nil
+	upper, _ := b.diskDirs(id, m)
+	return template.Upper{Dir: upper, UIDBase: m.UIDBase, Ref: m.Template}, nil
 }
 
 // LowersInUse returns the lower directories of every sandbox on the host,

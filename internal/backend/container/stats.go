@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
-	"golang.org/x/sys/unix"
 )
 
 var (
@@ -51,7 +50,8 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	if !validID(id) {
 		return st, sandbox.ErrNotFound
 	}
-	if _, err := b.readMeta(id); err != nil {
+	m, err := b.readMeta(id)
+	if err != nil {
 		return st, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
 	}
 	if b.cgroupV1 {
@@ -67,9 +67,8 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 		st.MemoryPeakBytes = readInt(filepath.Join(dir, "memory.peak"))
 		st.PIDs = readInt(filepath.Join(dir, "pids.current"))
 	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(filepath.Join(b.dir(id), "disk"), &fs); err == nil {
-		st.DiskBytes = int64(fs.Blocks-fs.Bfree) * int64(fs.Bsize)
+	if n, err := b.diskUsage(id, m); err == nil {
+		st.DiskBytes = n
 	}
 	if pid, err := os.ReadFile(filepath.Join(b.dir(id), "init.pid")); err == nil {
 		st.NetRxBytes, st.NetTxBytes = netDev("/proc/" + strings.TrimSpace(string(pid)) + "/net/dev")

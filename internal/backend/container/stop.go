@@ -43,7 +43,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("%w: sandbox %s has no kept state: %v", sandbox.ErrNotFound, id, err)
 	}
-	if _, err := os.Stat(filepath.Join(b.dir(id), "disk.img")); err != nil {
+	if err := b.hasDisk(id, m); err != nil {
 		return fmt.Errorf("%w: sandbox %s has no disk: %v", sandbox.ErrNotFound, id, err)
 	}
 	var errs []error
@@ -111,17 +111,10 @@ func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (info sandbox.In
 	if err := store.WriteFileAtomic(filepath.Join(dir, "sandbox.json"), mb, 0o600); err != nil {
 		return info, err
 	}
-	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk")
-	if err := checkDisk(ctx, img); err != nil {
+	if err := b.mountKeptDisk(ctx, spec.ID, m, spec.Resources.DiskMiB); err != nil {
 		return info, err
 	}
-	if err := os.MkdirAll(mnt, 0o700); err != nil {
-		return info, err
-	}
-	if err := loopMount(img, mnt); err != nil {
-		return info, fmt.Errorf("disk: %w", err)
-	}
-	upper, work := filepath.Join(mnt, "upper"), filepath.Join(mnt, "work")
+	upper, work := b.diskDirs(spec.ID, m)
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return info, err
 	}
@@ -131,6 +124,33 @@ func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (info sandbox.In
 		}
 	}
 	return b.boot(ctx, spec, root, *m)
+}
+
+// mountKeptDisk makes a stopped sandbox's disk usable again: a loop
+// disk is checked and mounted; a disk in the pool is there already and
+// gets diskMiB (if set) as its limit.
+func (b *Backend) mountKeptDisk(ctx context.Context, id string, m *meta, diskMiB int64) error {
+	if m.Disk == DiskQuota {
+		if b.pool == nil {
+			return errors.New("no disk pool")
+		}
+		if diskMiB > 0 {
+			return b.pool.setLimit(id, diskMiB)
+		}
+		return nil
+	}
+	dir := b.dir(id)
+	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk")
+	if err := checkDisk(ctx, img); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(mnt, 0o700); err != nil {
+		return err
+	}
+	if err := loopMount(img, mnt); err != nil {
+		return fmt.Errorf("disk: %w", err)
+	}
+	return nil
 }
 
 // checkDisk repairs what can be repaired automatically in a disk image
@@ -156,7 +176,7 @@ func checkDisk(ctx context.Context, img string) error {
 // <dir>/disk), writes its OCI spec, runs it and waits for its agent.
 func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot, m meta) (sandbox.Info, error) {
 	dir := b.dir(spec.ID)
-	upper, work := filepath.Join(dir, "disk", "upper"), filepath.Join(dir, "disk", "work")
+	upper, work := b.diskDirs(spec.ID, &m)
 	rootfs := filepath.Join(dir, "rootfs")
 	if err := root.mount(b, dir, upper, work, rootfs, m.UIDBase); err != nil {
 		return sandbox.Info{}, err

@@ -188,6 +188,16 @@ func cleanHost(t *testing.T, cfg container.Config) {
 			t.Errorf("cleanup: %v", err)
 		}
 	}
+	// Nothing the backend or its runtime mounted may outlive Close
+	// (runsc's null-netns file was such a leak).
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], cfg.StateDir+"/") {
+				t.Errorf("mount left after Close: %s", f[4])
+				unix.Unmount(f[4], unix.MNT_DETACH)
+			}
+		}
+	}
 	parent := container.DefaultCgroupParent(cfg.StateDir)
 	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent))
 	for _, d := range append(dirs, filepath.Join("/sys/fs/cgroup", parent)) {

@@ -185,6 +185,15 @@ func (b *Backend) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("disk pool: %w", err))
 		}
 	}
+	// runsc bind-mounts a network namespace file at <root>/null-netns
+	// (for sandboxes without a network of their own) and never
+	// unmounts it: with no sandbox left it is ours to remove.
+	nulls, _ := filepath.Glob(filepath.Join(b.cfg.StateDir, "runtime", "*", "null-netns"))
+	for _, p := range nulls {
+		if err := unmount(p); err != nil {
+			errs = append(errs, fmt.Errorf("runtime netns file: %w", err))
+		}
+	}
 	return errors.Join(append(errs, removeCgroupParent(b.cfg.CgroupParent))...)
 }
 

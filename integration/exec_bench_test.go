@@ -140,7 +140,7 @@ func BenchmarkAgentMemory(b *testing.B) {
 
 // agentPID finds the host pid of the guest agent of sandbox id: the
 // process running the agent's serve whose cgroup path names the sandbox.
-func agentPID(b *testing.B, id string) int {
+func agentPID(b testing.TB, id string) int {
 	b.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,14 +38,15 @@ func startReaper(log *slog.Logger) *reaper {
 
 func (r *reaper) loop() {
 	defer close(r.done)
-	// The ticker covers a SIGCHLD lost to coalescing in a corner case.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	// No ticker: an idle sandbox's PID 1 must not wake on its own. No
+	// exit is missed without one. SIGCHLDs that coalesce still leave one
+	// in r.sigs (buffered), and reapAll drains every exited child with
+	// WNOHANG each time, so a child that exits while reapAll runs is
+	// reaped on the next pass that signal starts.
 	for {
 		r.reapAll()
 		select {
 		case <-r.sigs:
-		case <-tick.C:
 		case <-r.quit:
 			signal.Stop(r.sigs)
 			return

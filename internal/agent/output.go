@@ -224,15 +224,35 @@ func copyOutput(o *outputLog, s stream, r *os.File, busy *atomic.Bool, done func
 	defer done()
 	defer r.Close()
 	buf := make([]byte, readBufBytes)
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
-		n, err := r.Read(buf)
+		// busy is set before the read(2) that takes bytes out of the
+		// pipe and cleared once they are kept, so that drainOutput
+		// never sees them in neither place (the pipe empty, the copier
+		// not busy). While parked waiting for data it is clear.
+		var n int
+		var rerr error
+		cerr := rc.Read(func(fd uintptr) bool {
+			busy.Store(true)
+			n, rerr = unix.Read(int(fd), buf)
+			if rerr == unix.EAGAIN {
+				busy.Store(false)
+				return false // park until the pipe is readable
+			}
+			return true
+		})
 		if n > 0 {
-			busy.Store(true) // read but not yet kept: see drainOutput
 			o.write(s, buf[:n])
-			busy.Store(false)
 		}
-		if err != nil { // io.EOF, or the pipe broke
-			return
+		busy.Store(false)
+		if rerr == unix.EINTR {
+			continue
+		}
+		if cerr != nil || rerr != nil || n == 0 {
+			return // EOF (n == 0), or the pipe broke
 		}
 	}
 }

@@ -219,7 +219,8 @@ func qgroupRemove(mnt string, id uint64) error {
 	return nil
 }
 
-// qgroupUsage reads subvolume id's referenced bytes and limit from sysfs
+// qgroupUsage reads subvolume id's bytes in use (referenced plus what is
+// reserved for writes not yet committed) and limit from sysfs
 // (/sys/fs/btrfs/<fsid>/qgroups/0_<id>, kernel 5.9+); limit 0 = none.
 func qgroupUsage(fsid string, id uint64) (used, limit int64, err error) {
 	dir := filepath.Join("/sys/fs/btrfs", fsid, "qgroups", "0_"+strconv.FormatUint(id, 10))
@@ -240,6 +241,14 @@ func qgroupUsage(fsid string, id uint64) (used, limit int64, err error) {
 	}
 	if used, err = read("referenced"); err != nil {
 		return 0, 0, err
+	}
+	// referenced moves only when a transaction commits (up to 30 s
+	// later); what was written since is reserved, and the quota is
+	// enforced on both. Usage is their sum, so a file just written shows.
+	for _, rsv := range []string{"rsv_data", "rsv_meta_pertrans", "rsv_meta_prealloc"} {
+		if n, err := read(rsv); err == nil {
+			used += n
+		}
 	}
 	limit, _ = read("max_referenced")
 	return used, limit, nil

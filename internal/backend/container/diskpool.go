@@ -191,6 +191,15 @@ func (p *diskPool) create(id string, diskMiB int64) error {
 				sandbox.ErrNoCapacity, p.img, free, int64(sfs.Blocks)*sfs.Bsize>>20)
 		}
 	}
+	// The image is sparse: what the pool holds must also fit in the file
+	// system under it, or the pool's writes fail under every sandbox at
+	// once. Refuse new disks while that file system is nearly full too.
+	if err := unix.Statfs(filepath.Dir(p.img), &sfs); err == nil {
+		if free := int64(sfs.Bavail) * sfs.Bsize >> 20; free < poolMinFreeMiB {
+			return fmt.Errorf("%w: the file system holding the sandbox disk pool %s is full (%d MiB free): free space there, or delete sandboxes",
+				sandbox.ErrNoCapacity, p.img, free)
+		}
+	}
 	if _, err := os.Lstat(p.dir(id)); err == nil {
 		if err := p.remove(id); err != nil {
 			return err

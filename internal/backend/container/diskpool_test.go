@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // newTestPool makes a disk pool of 512 MiB in a temp dir and unmounts it
@@ -190,6 +193,44 @@ func TestDiskPoolFull(t *testing.T) {
 	err := p.create("next", 16)
 	if err == nil || !strings.Contains(err.Error(), "disk pool") {
 		t.Errorf("create in a full pool: %v, want a disk pool is full error", err)
+	}
+}
+
+// TestDiskPoolHostFull: the pool's sparse image is larger than the file
+// system under it; once that file system is nearly full, creates are
+// refused (the pool's own free space says nothing of it), so the pool's
+// writes never fail under every sandbox at once.
+func TestDiskPoolHostFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the disk pool tests need root (loop devices, mounts)")
+	}
+	host := t.TempDir()
+	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=400m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unmount(host) })
+	state := filepath.Join(host, "state")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := openDiskPool(state, 1024, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unmountAll(p.mnt); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := p.create("first", 64); err != nil {
+		t.Fatalf("create with room: %v", err)
+	}
+	if err := writeZeros(filepath.Join(host, "filler"), 200); err != nil {
+		t.Fatal(err)
+	}
+	err = p.create("next", 64)
+	if !errors.Is(err, sandbox.ErrNoCapacity) || !strings.Contains(err.Error(), "file system holding the sandbox disk pool") {
+		t.Errorf("create with the host file system nearly full: %v, want no_capacity naming it", err)
 	}
 }
 

@@ -100,12 +100,17 @@ func (sh *shimProc) gone() bool {
 }
 
 // takeShim returns the spare shim, or a new one if there is none, and
-// refills the spare in the background. spare tells which.
+// refills the spare in the background, refillDelay later when the spare
+// was taken. spare tells which.
 func (s *Server) takeShim() (sh *shimProc, spare bool, err error) {
 	s.shims.mu.Lock()
 	sh, s.shims.spare = s.shims.spare, nil
 	s.shims.mu.Unlock()
-	s.refillShim()
+	if sh != nil {
+		s.refillShimAfter(time.After(refillDelay))
+	} else {
+		s.refillShim()
+	}
 	if sh != nil && !sh.gone() {
 		return sh, true, nil
 	}
@@ -118,7 +123,13 @@ func (s *Server) takeShim() (sh *shimProc, spare bool, err error) {
 
 // refillShim starts a spare shim in the background unless there is one or
 // one is starting.
-func (s *Server) refillShim() {
+func (s *Server) refillShim() { s.refillShimAfter(nil) }
+
+// refillShimAfter is refillShim, but the new spare is started only once
+// taken fires. Starting a process holds the agent's only P (GOMAXPROCS=1) from
+// its clone until the child's exec; done while the taken shim's command
+// runs, it delays that command's answer.
+func (s *Server) refillShimAfter(taken <-chan time.Time) {
 	s.shims.mu.Lock()
 	defer s.shims.mu.Unlock()
 	if s.shims.spare != nil || s.shims.filling || s.shims.closed {
@@ -126,6 +137,9 @@ func (s *Server) refillShim() {
 	}
 	s.shims.filling = true
 	go func() {
+		if taken != nil {
+			<-taken
+		}
 		sh, err := s.startShim()
 		s.shims.mu.Lock()
 		s.shims.filling = false
@@ -226,3 +240,7 @@ func (s *Server) runOnShim(sh *shimProc, ss shimSpec, stdio [3]*os.File) (shimSt
 	}
 	return first, nil, fmt.Errorf("shim did not start the command: %w", derr)
 }
+
+// refillDelay is how long after an exec takes the spare a new one starts:
+// most commands a model runs end within it.
+const refillDelay = 30 * time.Millisecond

@@ -180,11 +180,8 @@ func (g *Gateway) e2bCreate(w http.ResponseWriter, r *http.Request, owner string
 			ID       string `json:"sandboxID"`
 			Template string `json:"templateID"`
 		}
-		if json.Unmarshal(ans, &sb) == nil && validID(sb.ID) {
-			obj := newSandbox(sb.ID, node.name, owner, sb.Template)
-			if err := g.cfg.Kube.Create(r.Context(), sandboxesPath(g.cfg.Namespace), obj, nil); err != nil {
-				g.cfg.Log.Warn("gateway: recording E2B sandbox failed", "id", sb.ID, "node", node.name, "err", err)
-			}
+		if json.Unmarshal(ans, &sb) == nil {
+			g.record(r.Context(), sb.ID, node.name, owner, sb.Template)
 		}
 	}
 	copyAnswer(w, st, hdr, ans)

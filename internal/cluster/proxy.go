@@ -187,15 +187,24 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 	}
 	if st/100 == 2 {
 		var sb api.Sandbox
-		if json.Unmarshal(ans, &sb) == nil && validID(sb.ID) {
-			obj := newSandbox(sb.ID, node.name, owner, sb.Template)
-			if err := g.cfg.Kube.Create(r.Context(), sandboxesPath(g.cfg.Namespace), obj, nil); err != nil && !kube.IsConflict(err) {
-				// the node's mirror writes it within seconds anyway
-				g.cfg.Log.Warn("gateway: recording sandbox failed", "id", sb.ID, "node", node.name, "err", err)
-			}
+		if json.Unmarshal(ans, &sb) == nil {
+			g.record(r.Context(), sb.ID, node.name, owner, sb.Template)
 		}
 	}
 	copyAnswer(w, st, hdr, ans)
+}
+
+// record writes the Sandbox object of a sandbox a node just created (REST
+// or E2B), so that calls through any gateway find its node at once. A
+// failure is only logged: the node's mirror writes it within seconds.
+func (g *Gateway) record(ctx context.Context, id, node, owner, template string) {
+	if !validID(id) {
+		return
+	}
+	obj := newSandbox(id, node, owner, template)
+	if err := g.cfg.Kube.Create(ctx, sandboxesPath(g.cfg.Namespace), obj, nil); err != nil && !kube.IsConflict(err) {
+		g.cfg.Log.Warn("gateway: recording sandbox failed", "id", id, "node", node, "err", err)
+	}
 }
 
 // list merges GET /v1/sandboxes from every live node. Each node orders its

@@ -88,6 +88,13 @@ func volArgs(name string) (*btrfsVolArgs, error) {
 
 // subvolCreate creates subvolume name in directory parent.
 func subvolCreate(parent, name string) error {
+	return subvolIoctl(parent, name, btrfsIocSubvolCreate, "create", nil)
+}
+
+// subvolIoctl runs the volume ioctl req (create, destroy) naming
+// subvolume name on the directory parent. An ioctl error is reported as
+// failing to <what> the subvolume, unless it is ok (nil: none is).
+func subvolIoctl(parent, name string, req uintptr, what string, ok error) error {
 	a, err := volArgs(name)
 	if err != nil {
 		return err
@@ -97,8 +104,8 @@ func subvolCreate(parent, name string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := ioctlPtr(fd, btrfsIocSubvolCreate, unsafe.Pointer(a)); err != nil {
-		return fmt.Errorf("create subvolume %s: %w", filepath.Join(parent, name), err)
+	if err := ioctlPtr(fd, req, unsafe.Pointer(a)); err != nil && (ok == nil || !errors.Is(err, ok)) {
+		return fmt.Errorf("%s subvolume %s: %w", what, filepath.Join(parent, name), err)
 	}
 	return nil
 }
@@ -107,19 +114,7 @@ func subvolCreate(parent, name string) error {
 // The call returns at once; the kernel frees the blocks in the
 // background. A missing subvolume is fine.
 func subvolDestroy(parent, name string) error {
-	a, err := volArgs(name)
-	if err != nil {
-		return err
-	}
-	fd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	if err := ioctlPtr(fd, btrfsIocSnapDestroy, unsafe.Pointer(a)); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("delete subvolume %s: %w", filepath.Join(parent, name), err)
-	}
-	return nil
+	return subvolIoctl(parent, name, btrfsIocSnapDestroy, "delete", unix.ENOENT)
 }
 
 // btrfsSync commits the file system at mnt and wakes its cleaner, which

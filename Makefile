@@ -36,10 +36,12 @@ console-e2e: build
 ## the k8s-lab, built once into a cache keyed by version): 3 paddockd nodes, 2 gateways (as root)
 K8S_VERSION ?= v1.37.2
 K8S_BIN ?= /var/cache/paddock/k8s-$(K8S_VERSION)/bin
-## the unchanged Go SDK suite through a gateway (TestSDKSuiteThroughGateway); then fails if any
-## process of the lab survived (scripts/k8s-leftovers.sh)
+## the unchanged Go SDK suite through a gateway (TestSDKSuiteThroughGateway) and the unmodified e2b npm
+## package through a gateway's E2B endpoint (TestE2BSDKThroughGateway, integration/e2b-sdk's pinned
+## packages); then fails if any process of the lab survived (scripts/k8s-leftovers.sh)
 k8s-test: build k8s-bin
 	scripts/cgroup-setup.sh
+	cd integration/e2b-sdk && npm ci --no-audit --no-fund
 	$(GO) test -c -o $(BIN)/integration.test ./integration/
 	$(GO) test -count=1 -timeout 15m ./integration/cluster/ -args -paddock.bin=$(CURDIR)/$(BIN) -k8s.bin=$(K8S_BIN) \
 		-integration.test=$(CURDIR)/$(BIN)/integration.test; rc=$$?; scripts/k8s-leftovers.sh $(K8S_BIN) || rc=1; exit $$rc
@@ -150,7 +152,7 @@ bench-perf: build
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|IdleMemory|Delete|MassDelete|Create|CreateRuntimes|Cycles|Exec|AgentMemory)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
 
-## bench-scale: issue 14's scale figures, not part of test or bench: deleting SCALE_DELETE_N sandboxes at once (answered, host clean), and SCALE_N idle sandboxes held while another tenant's exec p50/p99 is measured; BASELINE=<git ref> as for bench-perf. Raises kernel.pid_max first (every agent thread is a task).
+## bench-scale: issue 14's scale figures, not part of test or bench: SCALE_N idle sandboxes held on one daemon while another tenant's exec p50/p99 is measured, then SCALE_DELETE_N of them deleted at once (answered, host clean) while the rest stay, then the rest; with BASELINE=<git ref>, first BenchmarkMassDelete of SCALE_DELETE_N for this build and the baseline's. Raises kernel.pid_max first (every agent thread is a task).
 SCALE_DELETE_N ?= 2000
 SCALE_N ?= 5000
 bench-scale: build
@@ -158,9 +160,9 @@ bench-scale: build
 	@if [ "$$(cat /proc/sys/kernel/pid_max)" -lt 4194304 ]; then sysctl -qw kernel.pid_max=4194304; fi
 	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
 		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
-		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
-	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkMassDelete$$' -benchtime 1x -timeout 60m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.bench.n=$(SCALE_DELETE_N) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
-	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkScaleIdle$$' -benchtime 1x -timeout 90m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.scale.n=$(SCALE_N)
+		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin && \
+		$(GO) test -count=1 -run '^$$' -bench '^BenchmarkMassDelete$$' -benchtime 1x -timeout 60m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.bench.n=$(SCALE_DELETE_N) -paddock.baseline.bin=$(BENCH_BASE_DIR)/bin; fi
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkScaleIdle$$' -benchtime 1x -timeout 90m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) -paddock.scale.n=$(SCALE_N) -paddock.scale.delete=$(SCALE_DELETE_N)
 
 ## bench-peers: Paddock next to podman (run --rm, exec, cp) and bubblewrap, interleaved, same work and limits (installs podman and bubblewrap from Debian's packages when missing; as root; docs/benchmarks.md)
 bench-peers: build

@@ -103,6 +103,7 @@ type request struct {
 	body        io.Reader
 	contentType string
 	accept      string
+	header      http.Header // more headers
 }
 
 // send performs r and returns the response when its status is 2xx; any
@@ -111,6 +112,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, r.method, c.endpoint(r.path, r.query), r.body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
 	}
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)
@@ -152,6 +156,11 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		r.body = body
 		r.contentType = "application/json"
 	}
+	return c.callBody(ctx, r, out)
+}
+
+// callBody sends r and decodes the answer into out (when not nil).
+func (c *Client) callBody(ctx context.Context, r request, out any) error {
 	resp, err := c.send(ctx, r)
 	if err != nil {
 		return err
@@ -162,7 +171,7 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decode %s %s response: %w", method, path, err)
+		return fmt.Errorf("decode %s %s response: %w", r.method, r.path, err)
 	}
 	return nil
 }

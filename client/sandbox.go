@@ -34,8 +34,13 @@ func (s *Sandbox) Client() *Client { return s.c }
 // Exec runs a command to completion and returns its result. A non-zero
 // exit status and a timeout are results, not errors.
 func (s *Sandbox) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
+	body, err := execBody(req)
+	if err != nil {
+		return nil, err
+	}
 	var res api.ExecResult
-	if err := s.c.call(ctx, http.MethodPost, sandboxPath(s.ID, "exec"), nil, req, &res); err != nil {
+	if err := s.c.callBody(ctx, request{method: http.MethodPost, path: sandboxPath(s.ID, "exec"), body: body,
+		contentType: "application/json", header: stdinLast}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -55,7 +60,13 @@ func (s *Sandbox) Run(ctx context.Context, command string) (*api.ExecResult, err
 // request.
 func (s *Sandbox) ExecStream(ctx context.Context, req api.ExecRequest) iter.Seq2[api.Event, error] {
 	return func(yield func(api.Event, error) bool) {
-		s.c.postStream(ctx, sandboxPath(s.ID, "exec"), req, yield)
+		body, err := execBody(req)
+		if err != nil {
+			yield(api.Event{}, err)
+			return
+		}
+		s.c.stream(ctx, request{method: http.MethodPost, path: sandboxPath(s.ID, "exec"), body: body,
+			contentType: "application/json", header: stdinLast}, yield)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/client"
+	"golang.org/x/sys/unix"
 )
 
 // TestAdversarialHostInterfaces covers what a sandbox can reach of the
@@ -358,15 +359,23 @@ func TestAdversarialLeakedFDs(t *testing.T) {
 		if agent == 0 {
 			t.Fatal("agent process not found on the host")
 		}
-		var want syscall.Stat_t
-		if err := syscall.Stat(rootfs, &want); err != nil {
+		// The sandbox's root overlay is mounted only in its own mount
+		// namespace (the host's rootfs/ is an empty directory): the
+		// agent's root and cwd must be the root of an overlay mounted at
+		// "/" there, not the host's root.
+		want, fstype := sandboxRootMount(t, agent)
+		if fstype != "overlay" {
+			t.Errorf("the sandbox's / is a %q mount, want overlay", fstype)
+		}
+		var hostRoot syscall.Stat_t
+		if err := syscall.Stat("/", &hostRoot); err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range []string{"cwd", "root"} {
-			// readlink shows "/" across mount namespaces: compare inodes.
+			// readlink shows "/" across mount namespaces: compare devices.
 			var st syscall.Stat_t
-			if err := syscall.Stat(fmt.Sprintf("/proc/%d/%s", agent, l), &st); err != nil || st.Dev != want.Dev || st.Ino != want.Ino {
-				t.Errorf("agent %s is not the sandbox's rootfs %s (%v)", l, rootfs, err)
+			if err := syscall.Stat(fmt.Sprintf("/proc/%d/%s", agent, l), &st); err != nil || st.Dev != want || st.Dev == hostRoot.Dev {
+				t.Errorf("agent %s is not the sandbox's root overlay (device %d, want %d; %v)", l, st.Dev, want, err)
 			}
 		}
 		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", agent))
@@ -402,4 +411,35 @@ func TestAdversarialLeakedFDs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sandboxRootMount returns the device and file system type of the mount
+// at "/" in the mount namespace of process pid.
+func sandboxRootMount(t *testing.T, pid int) (uint64, string) {
+	t.Helper()
+	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dev uint64
+	var fstype string
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 || f[4] != "/" {
+			continue
+		}
+		sep := slices.Index(f, "-")
+		if sep < 0 || sep+1 >= len(f) {
+			continue
+		}
+		var major, minor uint32
+		if _, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor); err != nil {
+			continue
+		}
+		dev, fstype = unix.Mkdev(major, minor), f[sep+1] // the last mount at "/" is the one seen
+	}
+	if fstype == "" {
+		t.Fatalf("no mount at / in process %d's mountinfo", pid)
+	}
+	return dev, fstype
 }

@@ -33,20 +33,7 @@ func BenchmarkExec(b *testing.B) {
 	names, ds := benchDaemons(b, execBenchUIDBase, 4)
 	ctx := context.Background()
 	py := api.ExecRequest{Argv: []string{"python3", "-c", "print(1)"}}
-	sbs := make([]*client.Sandbox, len(ds))
-	for j, d := range ds {
-		sb, err := d.client(0).Create(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { killQuietly(ctx, sb) })
-		sbs[j] = sb
-		for range 3 { // warm up
-			if _, err := sb.Exec(ctx, py); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	sbs := warmSandboxes(b, ds, py)
 	bare := func() time.Duration {
 		t0 := time.Now()
 		out, err := exec.Command("/usr/bin/python3", "-c", "print(1)").Output()
@@ -164,3 +151,24 @@ func agentPID(b testing.TB, id string) int {
 }
 
 func hwmKiB(pid int) int64 { return statusKiB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") }
+
+// warmSandboxes creates a sandbox on each of ds (deleted when b ends) and
+// runs warm in it three times before anything is timed.
+func warmSandboxes(b *testing.B, ds []*daemon, warm api.ExecRequest) []*client.Sandbox {
+	ctx := context.Background()
+	sbs := make([]*client.Sandbox, len(ds))
+	for j, d := range ds {
+		sb, err := d.client(0).Create(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { killQuietly(ctx, sb) })
+		sbs[j] = sb
+		for range 3 {
+			if _, err := sb.Exec(ctx, warm); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return sbs
+}

@@ -20,17 +20,19 @@ func cgroupDirsOf(id string) []string {
 }
 
 // hostTraces counts what sandboxes of a state directory hold on the host:
-// cgroups, mounts under the state dir, processes whose root is under it,
-// loop devices backed by files under it, and their disks in the disk pool
-// (<state>/disks/<id>). The disk pool's own mount and loop device are the
-// daemon's, shared by all sandboxes, and not counted.
+// cgroups, mounts under the state dir (Netns of them the pinned network
+// namespaces under <state>/netns/, which a sandbox with a network keeps
+// on the host while it runs; Mounts the others), processes whose root is
+// under it, loop devices backed by files under it, and their disks in the
+// disk pool (<state>/disks/<id>). The disk pool's own mount and loop
+// device are the daemon's, shared by all sandboxes, and not counted.
 type hostTraces struct {
-	Cgroups, Mounts, Processes, Loops, Disks int
-	Details                                  []string
+	Cgroups, Mounts, Netns, Processes, Loops, Disks int
+	Details                                         []string
 }
 
 func (h hostTraces) zero() bool {
-	return h.Cgroups == 0 && h.Mounts == 0 && h.Processes == 0 && h.Loops == 0 && h.Disks == 0
+	return h.Cgroups == 0 && h.Mounts == 0 && h.Netns == 0 && h.Processes == 0 && h.Loops == 0 && h.Disks == 0
 }
 
 func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
@@ -44,8 +46,13 @@ func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
 			fs := strings.Fields(sc.Text())
 			// <state>/netns itself is the daemon's shared mount point for
 			// pinned namespaces, not a sandbox's.
-			if len(fs) > 4 && strings.HasPrefix(fs[4], stateDir+"/") && fs[4] != stateDir+"/netns" && fs[4] != stateDir+"/disks" {
+			switch {
+			case len(fs) <= 4 || !strings.HasPrefix(fs[4], stateDir+"/") || fs[4] == stateDir+"/netns" || fs[4] == stateDir+"/disks":
+			case strings.HasPrefix(fs[4], stateDir+"/netns/"):
+				h.Netns++
+			default:
 				h.Mounts++
+				h.Details = append(h.Details, "mount "+fs[4])
 			}
 		}
 		f.Close()

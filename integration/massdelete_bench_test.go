@@ -35,20 +35,23 @@ func BenchmarkMassDelete(b *testing.B) {
 	answered, cleaned := make([]time.Duration, len(ds)), make([]time.Duration, len(ds))
 	for j, d := range ds {
 		t0 := time.Now()
+		cpu0 := sampleCPU(d.cmd.Process.Pid)
 		sbs, err := createIdle(ctx, d.client(0), n, 3600)
 		if err != nil {
 			b.Fatalf("%s: created %d of %d: %v\n%s", names[j], len(sbs), n, err, d.logTail(3000))
 		}
-		fmt.Printf("mass delete (%s): created %d in %.1f s\n", names[j], n, time.Since(t0).Seconds())
+		fmt.Printf("mass delete (%s): created %d in %.1f s (%.1f/s); %s\n", names[j], n, time.Since(t0).Seconds(),
+			float64(n)/time.Since(t0).Seconds(), sampleCPU(d.cmd.Process.Pid).since(cpu0))
 		time.Sleep(2 * time.Second) // let the agents settle
 		t0 = time.Now()
+		cpu0 = sampleCPU(d.cmd.Process.Pid)
 		var failed int
 		answered[j], failed = deleteTimed(ctx, sbs, massDeleteClients)
 		left := waitDirs(d, 0, 15*time.Minute)
 		cleaned[j] = time.Since(t0)
-		fmt.Printf("mass delete %d (%s, %d clients): all answered after %.2f s (%.0f/s), host clean after %.2f s (%.0f/s); %d deletes failed, %d directories left\n",
+		fmt.Printf("mass delete %d (%s, %d clients): all answered after %.2f s (%.0f/s), host clean after %.2f s (%.0f/s); %d deletes failed, %d directories left; %s\n",
 			n, names[j], massDeleteClients, answered[j].Seconds(), float64(n)/answered[j].Seconds(),
-			cleaned[j].Seconds(), float64(n)/cleaned[j].Seconds(), failed, left)
+			cleaned[j].Seconds(), float64(n)/cleaned[j].Seconds(), failed, left, sampleCPU(d.cmd.Process.Pid).since(cpu0))
 		b.ReportMetric(answered[j].Seconds(), "answered-s-"+names[j])
 		b.ReportMetric(cleaned[j].Seconds(), "clean-s-"+names[j])
 	}

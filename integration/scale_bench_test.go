@@ -14,9 +14,13 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/client"
 )
 
-var scaleN = flag.Int("paddock.scale.n", 5000, "idle sandboxes BenchmarkScaleIdle tries to hold")
+var (
+	scaleN       = flag.Int("paddock.scale.n", 5000, "idle sandboxes BenchmarkScaleIdle tries to hold")
+	scaleDeleteN = flag.Int("paddock.scale.delete", 2000, "sandboxes BenchmarkScaleIdle deletes at once first (timed), before the rest")
+)
 
 // scaleUIDBase keeps BenchmarkScaleIdle's uid ranges clear of every other
 // test's (2 × 5,010 ranges).
@@ -27,12 +31,15 @@ const scaleUIDBase = crashUIDBase + 7000*65536
 // `exec true` (p50, p99 over 200). When a create fails it reports how many
 // were reached, the error, whether the daemon is still alive (with the
 // tail of its log if not) and the host limits that bind at that scale.
-// It then deletes them all at once (massDeleteClients clients).
+// It then deletes -paddock.scale.delete of them at once (massDeleteClients
+// clients) while the others stay, timed until every delete answered and
+// until their directories are gone, and then the rest. No warm
+// pool: the host is clean once no sandbox directory is left.
 func BenchmarkScaleIdle(b *testing.B) {
 	requireDaemon(b)
 	n := *scaleN
 	d, err := startDaemon(daemonOptions{extraArgs: []string{"--uid-base", strconv.Itoa(scaleUIDBase),
-		"--max-sandboxes", strconv.Itoa(n + 10), "--max-sandboxes-per-key", "-1", "--log-level", "info"}})
+		"--max-sandboxes", strconv.Itoa(n + 10), "--max-sandboxes-per-key", "-1", "--log-level", "info", "--warm-pool", "0"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,8 +48,13 @@ func BenchmarkScaleIdle(b *testing.B) {
 	fmt.Printf("\nscale: host limits before: %s\n", hostLimits(d.cmd.Process.Pid))
 	avail0 := memAvailableKiB()
 	t0 := time.Now()
+	cpu0 := sampleCPU(d.cmd.Process.Pid)
+	stopProgress := progress(d, 60*time.Second)
 	sbs, createErr := createIdle(ctx, d.client(0), n, 7200)
+	stopProgress()
 	elapsed := time.Since(t0)
+	fmt.Printf("scale: while creating: %s; host mounts %d; top CPU over 5 s: %s\n",
+		sampleCPU(d.cmd.Process.Pid).since(cpu0), hostMounts(), topCPU(5*time.Second, 6))
 	alive := d.cmd.ProcessState == nil && d.cmd.Process.Signal(syscall.Signal(0)) == nil
 	fmt.Printf("scale: %d of %d idle sandboxes in %.0f s (%.1f creates/s); first error: %v; daemon alive: %v\n",
 		len(sbs), n, elapsed.Seconds(), float64(len(sbs))/elapsed.Seconds(), createErr, alive)
@@ -70,17 +82,65 @@ func BenchmarkScaleIdle(b *testing.B) {
 		lat = append(lat, time.Since(t))
 	}
 	slices.Sort(lat)
-	fmt.Printf("scale: other tenant's exec among %d idle: p50 %.1f ms, p99 %.1f ms\n", len(sbs), ms(pct(lat, 50)), ms(pct(lat, 99)))
+	fmt.Printf("scale: other tenant's exec among %d idle: p50 %.1f ms, p99 %.1f ms; idle host: %s\n",
+		len(sbs), ms(pct(lat, 50)), ms(pct(lat, 99)), topCPU(5*time.Second, 6))
 	b.ReportMetric(float64(len(sbs)), "idle-sandboxes")
 	b.ReportMetric(ms(pct(lat, 50)), "other-exec-p50-ms")
 	b.ReportMetric(ms(pct(lat, 99)), "other-exec-p99-ms")
 	other.Kill(ctx)
-	tDel := time.Now()
-	answered, failed := deleteTimed(ctx, sbs, massDeleteClients)
-	left := waitDirs(d, 0, 20*time.Minute)
-	fmt.Printf("scale: deleting %d: all answered after %.1f s, host clean after %.1f s (%d failed, %d left)\n",
-		len(sbs), answered.Seconds(), time.Since(tDel).Seconds(), failed, left)
+	first, rest := sbs[:min(*scaleDeleteN, len(sbs))], sbs[min(*scaleDeleteN, len(sbs)):]
+	for i, part := range [][]*client.Sandbox{first, rest} {
+		if len(part) == 0 {
+			continue
+		}
+		tDel := time.Now()
+		cpu0 = sampleCPU(d.cmd.Process.Pid)
+		answered, failed := deleteTimed(ctx, part, massDeleteClients)
+		wantLeft := 0
+		if i == 0 {
+			wantLeft = len(rest)
+		}
+		left := waitDirs(d, wantLeft, 20*time.Minute)
+		fmt.Printf("scale: deleting %d at once (%d staying): all answered after %.1f s (%.0f/s), their directories gone after %.1f s (%d failed, %d left); %s; host mounts %d\n",
+			len(part), wantLeft, answered.Seconds(), float64(len(part))/answered.Seconds(), time.Since(tDel).Seconds(),
+			failed, left-wantLeft, sampleCPU(d.cmd.Process.Pid).since(cpu0), hostMounts())
+		if i == 0 {
+			b.ReportMetric(answered.Seconds(), "delete-first-answered-s")
+			b.ReportMetric(time.Since(tDel).Seconds(), "delete-first-clean-s")
+		}
+	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// progress prints, every interval until stopped, how many sandboxes
+// daemon d holds, the creates per second since the last line, the host's
+// mounts and who used the CPU.
+func progress(d *daemon, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t0 := time.Now()
+		last, lastN := sampleCPU(d.cmd.Process.Pid), 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(interval):
+			}
+			now, n := sampleCPU(d.cmd.Process.Pid), len(sandboxDirs(d))
+			fmt.Printf("scale: %4.0f s: %d sandboxes (%.1f creates/s), host mounts %d, %s\n", time.Since(t0).Seconds(), n,
+				float64(n-lastN)/now.at.Sub(last.at).Seconds(), hostMounts(), now.since(last))
+			last, lastN = now, n
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// hostMounts counts the mounts of the host's mount namespace.
+func hostMounts() int {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	return strings.Count(string(b), "\n")
 }
 
 // hostLimits describes the host-wide counts that bind at scale: threads

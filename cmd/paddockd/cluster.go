@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/internal/cluster"
 	"github.com/paddock-sandbox/paddock/internal/cluster/kube"
+	"github.com/paddock-sandbox/paddock/internal/e2b"
 	"github.com/paddock-sandbox/paddock/internal/store"
 )
 
@@ -115,7 +116,12 @@ func newClusterNode(cfg Config, st *store.Store, templates func() []string, open
 	if err != nil {
 		return nil, err
 	}
-	n, err := cluster.NewNode(cluster.NodeConfig{Kube: kc, Namespace: c.Namespace, Name: c.NodeName, URL: c.AdvertiseURL, E2BURL: e2bURL,
+	var aliases map[string]string
+	if e2bURL != "" {
+		aliases = e2b.Aliases(cfg.E2B.Templates)
+	}
+	n, err := cluster.NewNode(cluster.NodeConfig{Kube: kc, Namespace: c.Namespace, Name: c.NodeName, URL: c.AdvertiseURL,
+		E2BURL: e2bURL, E2BTemplates: aliases,
 		Capacity: cfg.MaxSandboxes, LeaseDuration: time.Duration(c.LeaseSeconds) * time.Second,
 		Records: st.All, Templates: templates, OpenTemplates: openTemplates, KeysDir: filepath.Join(cfg.StateDir, "keys"), Log: log})
 	if err != nil {

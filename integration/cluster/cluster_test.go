@@ -49,6 +49,8 @@ type lab struct {
 	// e2b: nodes and gateways serve the E2B endpoint too (gwE2B: the gateways').
 	e2b   bool
 	gwE2B []string
+	// e2bDomain is the nodes' and gateways' --e2b-domain (with e2b).
+	e2bDomain string
 	// nodeKC and gwKC are the kubeconfigs nodes and gateways run with.
 	nodeKC, gwKC string
 }
@@ -139,6 +141,9 @@ func (l *lab) addGateways(n int) {
 		if l.e2b {
 			e := fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
 			args = append(args, "--e2b-listen", e)
+			if l.e2bDomain != "" {
+				args = append(args, "--e2b-domain", l.e2bDomain)
+			}
 			l.gwE2B = append(l.gwE2B, "http://"+e)
 		}
 		g := startProc(l.t, l.cp.dir, fmt.Sprintf("gateway%d", len(l.gateways)+1),
@@ -164,6 +169,9 @@ func (l *lab) startNode(i int) {
 		"--lease-seconds", fmt.Sprint(leaseSeconds)}, l.nodeArgs...)
 	if n.e2bListen != "" {
 		args = append(args, "--e2b-listen", n.e2bListen)
+		if l.e2bDomain != "" {
+			args = append(args, "--e2b-domain", l.e2bDomain)
+		}
 	}
 	n.p = startProc(l.t, l.cp.dir, n.name+fmt.Sprintf("-%d", time.Now().UnixNano()%1000), filepath.Join(*paddockBin, "paddockd"), args...)
 	waitHealthy(l.t, "http://"+n.listen, n.p)

@@ -34,6 +34,9 @@ const (
 	// maxSmallAnswer bounds answers that describe one thing (a file entry,
 	// a started process, the port list).
 	maxSmallAnswer = 1 << 20
+	// expectContinueTimeout is how long a call with Expect: 100-continue
+	// waits for the agent's go-ahead before it sends its body anyway.
+	expectContinueTimeout = 5 * time.Second
 	// maxPorts bounds the ports taken from a listing.
 	maxPorts = 1024
 )
@@ -77,6 +80,8 @@ func NewClient(dial Dialer) *Client {
 		IdleConnTimeout:        30 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 		DisableCompression:     true,
+		// Only calls with Expect: 100-continue wait (streaming stdin).
+		ExpectContinueTimeout: expectContinueTimeout,
 	}}}
 }
 
@@ -145,6 +150,9 @@ type call struct {
 	accept       string
 	timeout      time.Duration // 0: bounded by ctx only
 	ok           []int         // the success statuses
+	// expect sends the body only after the agent's 100 Continue.
+	expect bool
+	status *int // when not nil, set to the answer's status
 }
 
 // answer is a successful response; Close releases it.
@@ -183,7 +191,13 @@ func (c *Client) do(ctx context.Context, id string, cl call) (*answer, error) {
 	if cl.accept != "" {
 		req.Header.Set("Accept", cl.accept)
 	}
+	if cl.expect {
+		req.Header.Set("Expect", "100-continue")
+	}
 	resp, err := c.hc.Do(req)
+	if err == nil && cl.status != nil {
+		*cl.status = resp.StatusCode
+	}
 	if err != nil {
 		cancel()
 		var mbe *http.MaxBytesError

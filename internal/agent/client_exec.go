@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
@@ -208,4 +210,112 @@ func (c *Client) KillProcess(ctx context.Context, id, process, signal string) er
 	}
 	return c.jsonCall(ctx, id, call{method: http.MethodPost, path: processPath(process, "/kill"), body: body, length: n,
 		ctype: "application/json", timeout: Grace, ok: []int{http.StatusNoContent, http.StatusOK}}, 0, nil)
+}
+
+// ExecStdin is Exec with the command's stdin read from stdin as the
+// command runs, through the agent's streaming route (ExecStdinPath);
+// req's own stdin fields must be empty. size is stdin's length, -1 if
+// unknown. An error reading stdin aborts the request, which kills the
+// command. An agent without the route gets the stdin read whole, through
+// Exec.
+func (c *Client) ExecStdin(ctx context.Context, id string, req *api.ExecRequest, stdin io.Reader, size int64) (*api.ExecResult, error) {
+	body, err := newStdinBody(req, stdin, size)
+	if err != nil {
+		return nil, err
+	}
+	var res api.ExecResult
+	cl := body.call("application/json", execDeadline(req))
+	err = c.jsonCall(ctx, id, cl, outputLimit(req), &res)
+	if body.old(err) {
+		if req, err = body.whole(); err != nil {
+			return nil, err
+		}
+		return c.Exec(ctx, id, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ExecStreamStdin is ExecStream with the stdin of ExecStdin.
+func (c *Client) ExecStreamStdin(ctx context.Context, id string, req *api.ExecRequest, stdin io.Reader, size int64) (*Events, error) {
+	body, err := newStdinBody(req, stdin, size)
+	if err != nil {
+		return nil, err
+	}
+	a, err := c.do(ctx, id, body.call(api.ContentTypeNDJSON, execDeadline(req)))
+	if body.old(err) {
+		if req, err = body.whole(); err != nil {
+			return nil, err
+		}
+		return c.ExecStream(ctx, id, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newEvents(a, outputLimit(req)), nil
+}
+
+// stdinBody is the body of a streaming-stdin exec: the request line, then
+// the stdin. It is sent after the agent's 100 Continue, so that an agent
+// without the route answers before any of it is read.
+type stdinBody struct {
+	req     *api.ExecRequest
+	head    []byte
+	stdin   io.Reader
+	size    int64
+	started atomic.Bool // the transport has read from it (it may read on after the answer)
+	status  int         // of the agent's answer
+}
+
+func newStdinBody(req *api.ExecRequest, stdin io.Reader, size int64) (*stdinBody, error) {
+	if req.Stdin != "" || req.StdinBase64 != "" {
+		return nil, fmt.Errorf("%w: stdin given twice", sandbox.ErrInvalid)
+	}
+	head, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrInvalid, err)
+	}
+	return &stdinBody{req: req, head: append(head, '\n'), stdin: stdin, size: size}, nil
+}
+
+// Read serves the request line, then the stdin. Not a Closer: the stdin
+// is the caller's, and stays whole for the fallback until read.
+func (b *stdinBody) Read(p []byte) (int, error) {
+	b.started.Store(true)
+	if len(b.head) > 0 {
+		n := copy(p, b.head)
+		b.head = b.head[n:]
+		return n, nil
+	}
+	return b.stdin.Read(p)
+}
+
+func (b *stdinBody) call(accept string, timeout time.Duration) call {
+	n := int64(-1)
+	if b.size >= 0 {
+		n = int64(len(b.head)) + b.size
+	}
+	return call{method: http.MethodPost, path: ExecStdinPath, body: b, length: n, ctype: contentTypeExecStdin,
+		accept: accept, timeout: timeout, expect: true, status: &b.status, ok: []int{http.StatusOK}}
+}
+
+// old reports whether err is the answer of an agent without the route.
+func (b *stdinBody) old(err error) bool {
+	return err != nil && !b.started.Load() && (b.status == http.StatusNotFound || b.status == http.StatusMethodNotAllowed)
+}
+
+// whole is the request with the stdin read whole into it.
+func (b *stdinBody) whole() (*api.ExecRequest, error) {
+	data, err := io.ReadAll(io.LimitReader(b.stdin, api.MaxStdinBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > api.MaxStdinBytes {
+		return nil, fmt.Errorf("%w: stdin larger than %d bytes", sandbox.ErrTooLarge, api.MaxStdinBytes)
+	}
+	req := *b.req
+	req.StdinBase64 = base64.StdEncoding.EncodeToString(data)
+	return &req, nil
 }

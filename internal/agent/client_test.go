@@ -19,7 +19,7 @@ import (
 
 // newClient serves handler on a temporary unix socket and returns a
 // client whose every sandbox id reaches it.
-func newClient(t *testing.T, handler http.Handler) *agent.Client {
+func newClient(t testing.TB, handler http.Handler) *agent.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pc") // short: socket paths are limited
 	if err != nil {

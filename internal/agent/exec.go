@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -35,8 +34,11 @@ type execSpec struct {
 	env       []string
 	stdin     []byte
 	keepStdin bool
-	timeout   time.Duration // 0: none
-	maxOutput int64
+	// streamStdin: the stdin arrives after the start (pumpStdin), which
+	// closes it.
+	streamStdin bool
+	timeout     time.Duration // 0: none
+	maxOutput   int64
 
 	reqArgv []string // as requested, for api.Process
 	command string
@@ -217,38 +219,17 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		s.procs.remove(p.id)
-		// Hand large output back at once: otherwise the next command's
-		// output would pile on top of it until the GC's next cycle.
-		// In a goroutine: by the time it runs, this handler, which holds
-		// the output, has returned.
-		if p.out.keptBytes() >= releaseOutputBytes {
-			go debug.FreeOSMemory()
-		}
-	}()
-	// A client that goes away takes its command with it.
-	stop := context.AfterFunc(r.Context(), func() { _ = p.signal(sigKill, false) })
-	defer stop()
-	if wantsNDJSON(r) {
-		return streamEvents(r.Context(), w, p.out)
-	}
-	select {
-	case <-p.done:
-	case <-r.Context().Done():
-		<-p.done
-		return r.Context().Err()
-	}
-	res, chunks := p.out.frozen()
-	return writeExecResult(w, res, chunks)
+	return s.serveExec(w, r, p, nil)
 }
 
 func wantsNDJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON)
 }
 
-// streamEvents answers with the NDJSON events of o, flushing each.
-func streamEvents(ctx context.Context, w http.ResponseWriter, o *outputLog) error {
+// streamEvents answers with the NDJSON events of o, flushing each. end,
+// when not nil, is called before the exit event; its error replaces that
+// event with an error event.
+func streamEvents(ctx context.Context, w http.ResponseWriter, o *outputLog, end func() error) error {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -256,6 +237,12 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, o *outputLog) erro
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
 	return o.follow(ctx, func(ev api.Event) error {
+		if ev.Type == api.EventExit && end != nil {
+			if err := end(); err != nil {
+				ae := toAPIError(err)
+				ev = api.Event{Type: api.EventError, Time: ev.Time, Error: &api.ErrorBody{Code: ae.Code, Message: ae.Msg}}
+			}
+		}
 		if err := enc.Encode(ev); err != nil {
 			return err
 		}

@@ -1,8 +1,11 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -104,5 +107,39 @@ func TestAgentMemoryBounded(t *testing.T) {
 	t.Logf("agent peak RSS %.1f MiB → %.1f MiB after JSON → %.1f MiB after NDJSON (+%.1f MiB) for 100 MiB printed under a 16 MiB cap", before, afterJSON, peak, peak-before)
 	if grew := peak - before; grew > capBytes>>20+memSlackMiB {
 		t.Errorf("agent peak RSS grew by %.1f MiB, more than the cap (16 MiB) + %d MiB", grew, memSlackMiB)
+	}
+}
+
+// TestAgentStdinMemoryBounded feeds 16 MiB (the largest stdin) through
+// the streaming route and checks that the agent's peak RSS grows by less
+// than memSlackMiB: it holds a buffer of the stdin, never all of it. The
+// growth of the same stdin in a JSON body (POST /exec) is logged.
+func TestAgentStdinMemoryBounded(t *testing.T) {
+	const size = 16 << 20
+	stdin := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	h, pid := startAgentProcess(t)
+	h.exec(api.ExecRequest{Argv: []string{"true"}}) // warm up
+	before := statusMiB(t, pid, "VmHWM")
+	head, _ := json.Marshal(api.ExecRequest{Argv: []string{"wc", "-c"}})
+	body := io.MultiReader(bytes.NewReader(append(head, '\n')), bytes.NewReader(stdin))
+	resp, err := h.c.Post("http://agent"+agent.ExecStdinPath, "application/octet-stream", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res api.ExecResult
+	err = json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if err != nil || res.Stdout != "16777216\n" {
+		t.Fatalf("%d %+v %v", resp.StatusCode, res, err)
+	}
+	streamed := statusMiB(t, pid, "VmHWM")
+	if res := h.exec(api.ExecRequest{Argv: []string{"wc", "-c"}, Stdin: string(stdin)}); res.Stdout != "16777216\n" {
+		t.Fatalf("json: %+v", res)
+	}
+	jsonPeak := statusMiB(t, pid, "VmHWM")
+	t.Logf("agent peak RSS %.1f MiB → %.1f MiB with 16 MiB of stdin streamed (+%.1f MiB) → %.1f MiB with it in a JSON body (+%.1f MiB more)",
+		before, streamed, streamed-before, jsonPeak, jsonPeak-streamed)
+	if grew := streamed - before; grew > memSlackMiB {
+		t.Errorf("agent peak RSS grew by %.1f MiB for a streamed stdin, more than %d MiB", grew, memSlackMiB)
 	}
 }

@@ -174,7 +174,7 @@ func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	return streamEvents(r.Context(), w, p.out)
+	return streamEvents(r.Context(), w, p.out, nil)
 }
 
 // handleProcessStdin writes the raw body to a process's stdin:

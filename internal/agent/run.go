@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,7 +75,7 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 		}
 		pipes[i] = [2]*os.File{r, w}
 	}
-	oomBefore := oomKills()
+	oomBefore := s.oom.kills()
 	startedAt := time.Now()
 	sh, first, dec, err := s.startCommand(spec, false, s.commandNProc(), [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]})
 	pipes[0][0].Close()
@@ -100,12 +98,16 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	go copyOutput(p.out, streamStderr, stderrR, &p.outBusy[1], outputs.Done)
 	eof := make(chan struct{})
 	go func() { outputs.Wait(); close(eof) }()
-	if len(spec.stdin) > 0 || spec.keepStdin {
+	switch {
+	case spec.streamStdin:
+		p.stdin = stdinW
+		p.stdinMu.Lock() // handed to pumpStdin, so later writes queue behind it
+	case len(spec.stdin) > 0 || spec.keepStdin:
 		p.stdin = stdinW
 		p.stdinMu.Lock() // handed to feedStdin, so later writes queue behind it
 		go p.feedStdin(spec.stdin, !spec.keepStdin)
 		spec.stdin = nil // p keeps spec; the data need not live as long
-	} else {
+	default:
 		stdinW.Close()
 	}
 	if spec.timeout > 0 {
@@ -148,7 +150,7 @@ func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit
 	res.TimedOut = p.timedOut
 	killed := p.killed || p.timedOut
 	p.mu.Unlock()
-	res.OOMKilled = st.Signal == "SIGKILL" && !killed && oomKills() > p.oomBefore
+	res.OOMKilled = st.Signal == "SIGKILL" && !killed && s.oom.kills() > p.oomBefore
 	p.out.finish(res, ended)
 	p.closeStdin()
 	close(p.done)
@@ -272,25 +274,6 @@ func (p *proc) snapshot(withOutput bool) api.Process {
 	return ap
 }
 
-// oomKills is the sandbox cgroup's OOM kill count (0 if unknown).
-func oomKills() int64 {
-	// cgroup v2 (memory.events) or v1 (memory.oom_control); the sandbox's
-	// cgroup namespace makes either its own cgroup.
-	for _, p := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
-
 // pidsLimit is the error of a command that could not start because the
 // sandbox runs as many processes and threads as its pids limit allows.
 func (s *Server) pidsLimit() error {
@@ -315,19 +298,4 @@ func (s *Server) commandNProc() int {
 		return 0
 	}
 	return s.cfg.NProc + selfThreads() + shimTasks*(s.procs.live()+2)
-}
-
-// selfThreads is the number of threads of the agent.
-func selfThreads() int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
 }

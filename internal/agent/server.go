@@ -89,6 +89,7 @@ type Server struct {
 	reaper *reaper // nil unless Config.Reaper
 	env    envStore
 	shims  shimPool // the spare shim
+	oom    oomCounter
 	ptys   *ptyTable
 	// watches holds a token per open file watch.
 	watches chan struct{}
@@ -121,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	}))
 	mux.Handle("GET /stats", s.handle(s.handleStats)) // stats.go
 	mux.Handle("POST /exec", s.handle(s.handleExec))
+	mux.Handle("POST "+ExecStdinPath, s.handle(s.handleExecStdin)) // exec_stdin.go
 	mux.Handle("PUT /env", s.handle(s.handlePutEnv))
 	mux.Handle("POST /processes", s.handle(s.handleStartProcess))
 	mux.Handle("GET /processes", s.handle(s.handleListProcesses))

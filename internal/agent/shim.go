@@ -83,6 +83,15 @@ func RunShim(args []string) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("500"), 0)
+	// Two channels, so that a burst of SIGCHLD can never crowd out a stop
+	// signal; one pending SIGCHLD is enough, as each reaps every child.
+	// SIGCHLD is subscribed to while a spare (it has no children yet): the
+	// runtime starts its signal goroutine and the threads it needs at the
+	// first Notify, now rather than while the command waits to start. The
+	// stop signals only once the spec came: a spare ends at one at once,
+	// by its default action.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
 	spareThreads(4)
 
 	spec, stdio, err := recvShimSpec(*controlFD)
@@ -98,11 +107,6 @@ func RunShim(args []string) int {
 		lim := uint64(spec.NProc)
 		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
 	}
-	// Two channels, so that a burst of SIGCHLD can never crowd out a stop
-	// signal; one pending SIGCHLD is enough, as each reaps every child.
-	// Set up only now: a spare ends at a stop signal, by default.
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, unix.SIGCHLD)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 

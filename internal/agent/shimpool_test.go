@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,3 +114,29 @@ func TestExecEnvHasNoAgentVars(t *testing.T) {
 }
 
 func syscallKill(pid int) error { return unix.Kill(pid, unix.SIGKILL) }
+
+// TestSpareShimStopSignals checks that a spare shim sent a stop signal
+// (it subscribes to them while a spare) ends as the signal's default
+// action would, and that an exec sent right after still runs, on a shim
+// of its own.
+func TestSpareShimStopSignals(t *testing.T) {
+	h := newHarness(t, agent.Config{})
+	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			spare := waitSpare(t)
+			if err := unix.Kill(spare, sig); err != nil {
+				t.Fatal(err)
+			}
+			if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" || deref(res.ExitCode) != 0 {
+				t.Fatalf("exec after %v to the spare: %+v", sig, res)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for slices.Contains(spareShims(t), spare) {
+				if time.Now().After(deadline) {
+					t.Fatalf("spare %d still waits after %v", spare, sig)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -76,7 +76,7 @@ func TestPlace(t *testing.T) {
 			"lost": {name: "lost", url: u, capacity: 10, live: 0, lost: true, templates: []string{"base", "zig"}},
 		}}
 	names := func(tmpl string) ([]string, error) {
-		ns, err := c.place(t.Context(), tmpl)
+		ns, err := c.place(t.Context(), placement{template: tmpl})
 		var out []string
 		for _, n := range ns {
 			out = append(out, n.name)
@@ -129,6 +129,70 @@ func TestPlace(t *testing.T) {
 	}
 	if got, _ := names(""); got[0] != "c" {
 		t.Fatalf("after 3 creates on b, order = %v, want c first", got)
+	}
+}
+
+// TestPlaceE2B: an E2B create goes only to nodes with an E2B endpoint,
+// each resolving the templateID through its own E2B aliases; an id no
+// such node has (listed or through an alias) is unknown when none is
+// open.
+func TestPlaceE2B(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:1")
+	renewed := time.Now().Add(-time.Second)
+	c := &nodeCache{refresh: time.Hour, at: time.Now(), pending: map[string][]pendingCreate{},
+		nodes: map[string]*nodeInfo{
+			"a": {name: "a", url: u, e2bURL: u, capacity: 10, live: 1, renewedAt: renewed, templates: []string{"base"},
+				e2bTemplates: map[string]string{"code-interpreter-v1": "base"}},
+			"b": {name: "b", url: u, e2bURL: u, capacity: 10, live: 5, renewedAt: renewed, templates: []string{"base", "py"},
+				e2bTemplates: map[string]string{"code-interpreter-v1": "py", "my-py": "py"}, idle: map[string]int{"py": 1}},
+			"rest-only": {name: "rest-only", url: u, capacity: 10, renewedAt: renewed, templates: []string{"base", "go"}, open: true},
+		}}
+	tests := []struct {
+		template string
+		want     string // the order, or "error"
+	}{
+		{"", "a b"},
+		{"base", "a b"},
+		{"py", "b"},
+		{"my-py", "b"},                 // b's alias for py
+		{"code-interpreter-v1", "b a"}, // base on a, py on b: b has an idle py sandbox
+		{"go", "error"},                // only on a node without an E2B endpoint
+		{"nowhere", "error"},
+	}
+	for _, tt := range tests {
+		ns, err := c.place(t.Context(), placement{template: tt.template, e2b: true})
+		var got []string
+		for _, n := range ns {
+			got = append(got, n.name)
+		}
+		if tt.want == "error" {
+			if ut := (*errUnknownTemplate)(nil); !errors.As(err, &ut) {
+				t.Errorf("%q: %v %v, want errUnknownTemplate", tt.template, got, err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != tt.want {
+			t.Errorf("%q: %v %v, want [%s]", tt.template, got, err, tt.want)
+		}
+	}
+	c.placed("b", "py") // the idle py sandbox is taken as far as this gateway knows
+	if ns, _ := c.place(t.Context(), placement{template: "code-interpreter-v1", e2b: true}); len(ns) != 2 || ns[0].name != "a" {
+		t.Errorf("after a py create on b: %v, want a first", ns)
+	}
+}
+
+// TestLeaseAliases: sorted pairs, unusable names left out, bounded.
+func TestLeaseAliases(t *testing.T) {
+	a, cut := leaseAliases(map[string]string{"z": "base", "code-interpreter-v1": "base", "a,b": "x", "c": "d=e", "": "x"})
+	if a != "code-interpreter-v1=base,z=base" || cut {
+		t.Errorf("leaseAliases = %q %v", a, cut)
+	}
+	many := map[string]string{}
+	for i := range maxLeaseTemplates + 1 {
+		many[fmt.Sprintf("a%03d", i)] = "base"
+	}
+	if a, cut := leaseAliases(many); len(strings.Split(a, ",")) != maxLeaseTemplates || !cut {
+		t.Errorf("%d pairs, cut %v", len(strings.Split(a, ",")), cut)
 	}
 }
 

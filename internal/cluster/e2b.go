@@ -1,17 +1,15 @@
 package cluster
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
 )
@@ -35,7 +33,7 @@ func (g *Gateway) serveE2B(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	owner, ok := g.e2bAuth(r)
+	owner, secret, ok := g.e2bAuth(r)
 	if !ok {
 		writeE2BErr(w, http.StatusUnauthorized, "an API key is required (X-API-KEY)")
 		return
@@ -47,7 +45,7 @@ func (g *Gateway) serveE2B(w http.ResponseWriter, r *http.Request) {
 		case http.MethodPost:
 			g.e2bCreate(w, r, owner)
 		case http.MethodGet:
-			g.e2bList(w, r)
+			g.e2bList(w, r, secret)
 		default:
 			writeE2BErr(w, http.StatusMethodNotAllowed, "method not allowed")
 		}
@@ -84,24 +82,25 @@ func e2bTarget(r *http.Request, domain string) (string, bool) {
 	return id, true
 }
 
-// e2bAuth is the key of a control-plane request: X-API-KEY (what the E2B
-// SDKs send) or a Bearer token, also in E2B's "e2b_" + hex shape, as the
-// nodes accept it.
-func (g *Gateway) e2bAuth(r *http.Request) (string, bool) {
-	secret := strings.TrimSpace(r.Header.Get("X-API-KEY"))
+// e2bAuth is the owner of a control-plane request's key, and the key:
+// X-API-KEY (what the E2B SDKs send) or a Bearer token, also in E2B's
+// "e2b_" + hex shape, as the nodes accept it.
+func (g *Gateway) e2bAuth(r *http.Request) (owner, secret string, ok bool) {
+	secret = strings.TrimSpace(r.Header.Get("X-API-KEY"))
 	if secret == "" {
 		secret, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		secret = strings.TrimSpace(secret)
 	}
 	if secret == "" {
-		return "", false
+		return "", "", false
 	}
 	if h, ok := strings.CutPrefix(secret, "e2b_"); ok && len(h) <= 512 {
 		if raw, err := hex.DecodeString(h); err == nil {
 			secret = string(raw)
 		}
 	}
-	return g.keys.lookup(r.Context(), secret)
+	owner, ok = g.keys.lookup(r.Context(), secret)
+	return owner, secret, ok
 }
 
 // e2bNode is n with its E2B endpoint as the URL; nil if it has none.
@@ -138,15 +137,27 @@ func (g *Gateway) toE2B(w http.ResponseWriter, r *http.Request, owner, id string
 	g.proxy.forward(w, r, en)
 }
 
-// e2bCreate places an E2B create like a REST one (among the nodes with an
-// E2B endpoint) and records the sandbox's resource.
+// e2bCreate places an E2B create like a REST one, by its templateID
+// (among the nodes with an E2B endpoint, each resolving the id through its
+// E2B aliases), and records the sandbox's resource. A template no live
+// node has is answered like the single-host endpoint answers it: 400.
 func (g *Gateway) e2bCreate(w http.ResponseWriter, r *http.Request, owner string) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxJSONBodyBytes))
 	if err != nil {
 		writeE2BErr(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", api.MaxJSONBodyBytes))
 		return
 	}
-	nodes, err := g.nodes.place(r.Context(), "")
+	var want struct {
+		TemplateID string `json:"templateID"`
+	}
+	json.Unmarshal(body, &want) // the node validates the body; this only picks the node
+	p := placement{template: want.TemplateID, e2b: true}
+	nodes, err := g.nodes.place(r.Context(), p)
+	if ut := (*errUnknownTemplate)(nil); errors.As(err, &ut) {
+		writeE2BErr(w, http.StatusBadRequest, fmt.Sprintf("unknown template: %q: no live node with an E2B endpoint has it "+
+			"(the nodes' templates and E2B aliases are in their Leases, annotations %s and %s)", p.template, annTemplates, annE2BTpls))
+		return
+	}
 	if err != nil {
 		writeE2BErr(w, http.StatusServiceUnavailable, "cluster state unavailable: "+err.Error())
 		return
@@ -156,12 +167,8 @@ func (g *Gateway) e2bCreate(w http.ResponseWriter, r *http.Request, owner string
 	var ans []byte
 	var node *nodeInfo
 	for _, n := range nodes {
-		en := e2bNode(n)
-		if en == nil {
-			continue
-		}
-		g.nodes.placed(n.name, "")
-		st, hdr, ans, err = g.proxy.call(r.Context(), en, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, body)
+		g.nodes.placed(n.name, p.on(n))
+		st, hdr, ans, err = g.proxy.call(r.Context(), e2bNode(n), r.Method, r.URL.Path, r.URL.RawQuery, r.Header, body)
 		if err != nil {
 			g.cfg.Log.Warn("gateway: E2B create on node failed", "node", n.name, "err", err)
 			continue
@@ -185,57 +192,6 @@ func (g *Gateway) e2bCreate(w http.ResponseWriter, r *http.Request, owner string
 		}
 	}
 	copyAnswer(w, st, hdr, ans)
-}
-
-// e2bList merges the list of every live node's E2B endpoint (JSON
-// arrays; each node lists the key's sandboxes on it).
-func (g *Gateway) e2bList(w http.ResponseWriter, r *http.Request) {
-	nodes, err := g.nodes.live(r.Context())
-	if err != nil {
-		writeE2BErr(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	type page struct {
-		st    int
-		body  []byte
-		err   error
-		items []json.RawMessage
-	}
-	pages := make([]page, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		en := e2bNode(n)
-		if en == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-			defer cancel()
-			p := &pages[i]
-			p.st, _, p.body, p.err = g.proxy.call(ctx, en, r.Method, r.URL.Path, r.URL.RawQuery, r.Header, nil)
-			if p.err == nil && p.st == http.StatusOK {
-				p.err = json.Unmarshal(p.body, &p.items)
-			}
-		}()
-	}
-	wg.Wait()
-	all := []json.RawMessage{}
-	for i, p := range pages {
-		switch {
-		case p.err != nil:
-			writeE2BErr(w, http.StatusBadGateway, fmt.Sprintf("node %q: %v", nodes[i].name, p.err))
-			return
-		case p.st != 0 && p.st != http.StatusOK:
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(p.st)
-			w.Write(p.body)
-			return
-		}
-		all = append(all, p.items...)
-	}
-	writeJSON(w, http.StatusOK, all)
 }
 
 // writeE2BErr writes an error in the E2B API's shape.

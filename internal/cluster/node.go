@@ -29,6 +29,10 @@ type NodeConfig struct {
 	Name, URL string
 	// E2BURL is where gateways reach its E2B endpoint ("" = none).
 	E2BURL string
+	// E2BTemplates maps the E2B endpoint's template ids and aliases to the
+	// node's templates (e2b.Aliases), so gateways place an E2B create on a
+	// node that has the template it makes.
+	E2BTemplates map[string]string
 	// Capacity is the most live sandboxes the node takes (--max-sandboxes).
 	Capacity int
 	// LeaseDuration is the Lease's duration (DefaultLeaseDuration if 0); it
@@ -150,6 +154,12 @@ func (n *Node) renew(ctx context.Context) error {
 	ann[annURL], ann[annCapacity], ann[annLive] = n.cfg.URL, strconv.Itoa(n.cfg.Capacity), strconv.Itoa(live)
 	if n.cfg.E2BURL != "" {
 		ann[annE2BURL] = n.cfg.E2BURL
+		if a, cut := leaseAliases(n.cfg.E2BTemplates); a != "" {
+			ann[annE2BTpls] = a
+			if cut {
+				ann[annOpen] = "true"
+			}
+		}
 	}
 	l := Lease{APIVersion: "coordination.k8s.io/v1", Kind: "Lease",
 		Metadata: ObjectMeta{Name: leaseName(n.cfg.Name),
@@ -192,6 +202,25 @@ func leaseTemplates(tmpl []string, idle map[string]int, open bool) map[string]st
 		ann[annOpen] = "true"
 	}
 	return ann
+}
+
+// leaseAliases is the e2b-templates annotation of aliases: sorted
+// "alias=template" pairs, at most maxLeaseTemplates (cut reports a longer
+// map: the node is then marked templates-open); pairs that would not
+// survive the format (a ',' or '=' in a name) are left out.
+func leaseAliases(aliases map[string]string) (ann string, cut bool) {
+	var pairs []string
+	for k, v := range aliases {
+		if k == "" || v == "" || strings.ContainsAny(k, ",=") || strings.ContainsAny(v, ",=") {
+			continue
+		}
+		pairs = append(pairs, k+"="+v)
+	}
+	slices.Sort(pairs)
+	if len(pairs) > maxLeaseTemplates {
+		pairs, cut = pairs[:maxLeaseTemplates], true
+	}
+	return strings.Join(pairs, ","), cut
 }
 
 // mirror makes the Sandbox resources of this node match its records:

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"net/url"
 	"slices"
@@ -17,16 +18,31 @@ import (
 
 // nodeInfo is a node as the gateway sees it, from its Lease.
 type nodeInfo struct {
-	name      string
-	url       *url.URL
-	e2bURL    *url.URL // its E2B endpoint; nil: none
-	capacity  int
-	live      int
-	templates []string
-	idle      map[string]int // idle warm-pool sandboxes per template
-	open      bool           // creates from templates it does not list (its API catalog)
-	lost      bool
-	renewedAt time.Time
+	name   string
+	url    *url.URL
+	e2bURL *url.URL // its E2B endpoint; nil: none
+	// e2bTemplates maps its E2B endpoint's template ids and aliases to
+	// its templates.
+	e2bTemplates map[string]string
+	capacity     int
+	live         int
+	templates    []string
+	idle         map[string]int // idle warm-pool sandboxes per template
+	open         bool           // creates from templates it does not list (its API catalog)
+	lost         bool
+	renewedAt    time.Time
+}
+
+// annPairs yields the key=value pairs of a Lease annotation written as
+// "k=v,k=v,..." (idle counts, E2B aliases); an item without "=" is skipped.
+func annPairs(a string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for kv := range strings.SplitSeq(a, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok && !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // nodeCache is the gateway's view of the node Leases, re-read when older
@@ -72,20 +88,24 @@ func (c *nodeCache) get(ctx context.Context) (map[string]*nodeInfo, error) {
 			tmpl = strings.Split(t, ",")
 		}
 		idle := map[string]int{}
-		for _, kv := range strings.Split(ls.Metadata.Annotations[annIdle], ",") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				if c, err := strconv.Atoi(v); err == nil && c > 0 {
-					idle[k] = c
-				}
+		for k, v := range annPairs(ls.Metadata.Annotations[annIdle]) {
+			if c, err := strconv.Atoi(v); err == nil && c > 0 {
+				idle[k] = c
 			}
 		}
 		var e2b *url.URL
 		if eu, err := url.Parse(ls.Metadata.Annotations[annE2BURL]); err == nil && (eu.Scheme == "http" || eu.Scheme == "https") && eu.Host != "" {
 			e2b = eu
 		}
+		aliases := map[string]string{}
+		for k, v := range annPairs(ls.Metadata.Annotations[annE2BTpls]) {
+			if k != "" && v != "" {
+				aliases[k] = v
+			}
+		}
 		name := ls.Spec.HolderIdentity
-		nodes[name] = &nodeInfo{name: name, url: u, e2bURL: e2b, capacity: capacity, live: live, templates: tmpl, idle: idle,
-			open: ls.Metadata.Annotations[annOpen] == "true", lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
+		nodes[name] = &nodeInfo{name: name, url: u, e2bURL: e2b, e2bTemplates: aliases, capacity: capacity, live: live,
+			templates: tmpl, idle: idle, open: ls.Metadata.Annotations[annOpen] == "true", lost: ls.Expired(now), renewedAt: ls.RenewedAt()}
 	}
 	if c.pending == nil {
 		c.pending = map[string][]pendingCreate{}
@@ -121,28 +141,55 @@ func (e *errUnknownTemplate) Error() string {
 	return fmt.Sprintf("template %q: no live node has it (the nodes' templates are listed in their Leases, annotation %s)", e.template, annTemplates)
 }
 
-// place orders the live nodes with room for a create of template (""
-// = the node's default, "base"): the nodes that list it, else the open
+// e2bTemplate is the template an E2B create of template id makes on n:
+// what its E2B endpoint maps the id or alias to, else the name itself.
+func (n *nodeInfo) e2bTemplate(id string) string {
+	if t, ok := n.e2bTemplates[id]; ok {
+		return t
+	}
+	return id
+}
+
+// placement is a create to place: its template, and whether it is an E2B
+// create (only nodes with an E2B endpoint, the template resolved through
+// each node's E2B aliases).
+type placement struct {
+	template string
+	e2b      bool
+}
+
+// on is the template the create makes on n.
+func (p placement) on(n *nodeInfo) string {
+	if p.e2b {
+		return n.e2bTemplate(p.template)
+	}
+	return p.template
+}
+
+// place orders the live nodes with room for create p of template (""
+// = the node's default, "base"; for an E2B create, among the nodes with
+// an E2B endpoint and the template each one's aliases make of it): the
+// nodes that list it, else the open
 // ones (they resolve the caller's catalog templates and answer); among
 // them those with an idle warm-pool sandbox of it (more than this
 // gateway's creates the Lease does not show yet) first, then from least to
 // most loaded (live + pending over capacity), ties in random order. A
 // template no live node lists while none is open is *errUnknownTemplate.
-func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, error) {
+func (c *nodeCache) place(ctx context.Context, p placement) ([]*nodeInfo, error) {
 	nodes, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	want := cmp.Or(template, "base")
 	var listed, open []*nodeInfo
-	known := template == ""
+	known := p.template == ""
 	for _, n := range nodes {
-		if n.lost {
+		if n.lost || (p.e2b && n.e2bURL == nil) {
 			continue
 		}
-		has := template == "" || len(n.templates) == 0 || slices.Contains(n.templates, template)
+		t := p.on(n)
+		has := t == "" || len(n.templates) == 0 || slices.Contains(n.templates, t)
 		known = known || has || n.open
 		if n.live+len(c.pending[n.name]) >= n.capacity {
 			continue
@@ -154,7 +201,7 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 		}
 	}
 	if !known {
-		return nil, &errUnknownTemplate{template: template}
+		return nil, &errUnknownTemplate{template: p.template}
 	}
 	out := listed
 	if len(out) == 0 {
@@ -162,9 +209,10 @@ func (c *nodeCache) place(ctx context.Context, template string) ([]*nodeInfo, er
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	warm := func(n *nodeInfo) bool {
+		want := cmp.Or(p.on(n), "base")
 		taken := 0 // creates of this template the Lease's idle count may still hold
-		for _, p := range c.pending[n.name] {
-			if cmp.Or(p.template, "base") == want {
+		for _, pc := range c.pending[n.name] {
+			if cmp.Or(pc.template, "base") == want {
 				taken++
 			}
 		}

@@ -152,7 +152,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, owner string) {
 		Template string `json:"template"`
 	}
 	json.Unmarshal(body, &want) // the node validates the body; this only picks the node
-	nodes, err := g.nodes.place(r.Context(), want.Template)
+	nodes, err := g.nodes.place(r.Context(), placement{template: want.Template})
 	if ut := (*errUnknownTemplate)(nil); errors.As(err, &ut) {
 		writeErr(w, api.CodeUnknownTemplate, ut.Error())
 		return

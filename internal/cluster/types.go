@@ -25,6 +25,7 @@ const (
 
 	annURL       = Group + "/url"
 	annE2BURL    = Group + "/e2b-url"
+	annE2BTpls   = Group + "/e2b-templates"
 	annCapacity  = Group + "/capacity"
 	annLive      = Group + "/live"
 	annTemplates = Group + "/templates"

@@ -71,11 +71,7 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) (
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = api.DefaultMaxFileBytes
 	}
-	tpls := map[string]string{"code-interpreter-v1": "base"}
-	for k, v := range cfg.Templates {
-		tpls[k] = v
-	}
-	cfg.Templates = tpls
+	cfg.Templates = Aliases(cfg.Templates)
 	s := &Server{cfg: cfg, mgr: mgr, agent: mgr.Agent(), keys: keys, log: log, control: http.NewServeMux()}
 	s.portTransport = &http.Transport{
 		DialContext:         s.dialPort,
@@ -85,6 +81,18 @@ func New(cfg Config, mgr *manager.Manager, keys *store.Keys, log *slog.Logger) (
 	}
 	s.controlRoutes()
 	return s, nil
+}
+
+// Aliases is the template mapping an endpoint configured with cfg serves:
+// cfg over the defaults (the code interpreter SDK's code-interpreter-v1
+// is "base"). Cluster nodes advertise it in their Lease so gateways place
+// an E2B create by the template it makes on each node.
+func Aliases(cfg map[string]string) map[string]string {
+	tpls := map[string]string{"code-interpreter-v1": "base"}
+	for k, v := range cfg {
+		tpls[k] = v
+	}
+	return tpls
 }
 
 // HTTPServer returns an http.Server for s with the daemon's bounds.

@@ -9,6 +9,7 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +43,12 @@ func (s *Server) running(r *http.Request, owner string) (string, error) {
 // exec runs a command to its end: one JSON result, or NDJSON events with
 // Accept: application/x-ndjson.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) error {
-	req, err := s.execRequest(w, r, owner)
+	req, stdin, err := s.execInput(w, r, owner)
 	if err != nil {
 		return err
+	}
+	if stdin != nil {
+		defer stdin.drain()
 	}
 	id, err := s.running(r, owner)
 	if err != nil {
@@ -54,19 +58,37 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) erro
 	ctx, cancel := s.untilPaused(r, id)
 	defer cancel()
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		evs, err := s.agent.ExecStream(ctx, id, req)
+		var evs *agent.Events
+		if stdin != nil {
+			// Events go out while the stdin still arrives.
+			_ = http.NewResponseController(w).EnableFullDuplex()
+			evs, err = s.agent.ExecStreamStdin(ctx, id, req, stdin, stdin.size)
+		} else {
+			evs, err = s.agent.ExecStream(ctx, id, req)
+		}
 		if err != nil {
-			return agentErr(r, err)
+			return cmp.Or(stdinFailed(stdin), agentErr(r, err))
 		}
 		defer evs.Close()
-		s.streamEvents(r, w, id, evs)
+		s.streamEvents(r, w, id, evs, stdin)
 	} else {
-		res, err := s.agent.Exec(ctx, id, req)
+		var res *api.ExecResult
+		if stdin != nil {
+			res, err = s.agent.ExecStdin(ctx, id, req, stdin, stdin.size)
+		} else {
+			res, err = s.agent.Exec(ctx, id, req)
+		}
+		if err := stdinFailed(stdin); err != nil {
+			return err
+		}
 		if err != nil {
 			if err := agentErr(r, err); err != nil {
 				return cmp.Or(s.mgr.EndedDuring(r.Context(), id), err)
 			}
 			return nil
+		}
+		if stdin != nil {
+			stdin.drain() // before the answer: see drain
 		}
 		writeJSON(w, http.StatusOK, res)
 	}
@@ -76,11 +98,19 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, owner string) erro
 	return nil
 }
 
+// stdinFailed is the error that cut stdin short (nil stdin: none).
+func stdinFailed(stdin *execStdin) error {
+	if stdin == nil {
+		return nil
+	}
+	return stdin.failed()
+}
+
 // streamEvents answers with evs as NDJSON, flushing each event, until the
 // stream ends or the client goes away. A stream the agent cut short
 // because the sandbox stopped running (its lease ended, it was deleted)
 // ends with an error event that says so, not with a bare EOF.
-func (s *Server) streamEvents(r *http.Request, w http.ResponseWriter, id string, evs *agent.Events) {
+func (s *Server) streamEvents(r *http.Request, w http.ResponseWriter, id string, evs *agent.Events, stdin *execStdin) {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
@@ -95,7 +125,11 @@ func (s *Server) streamEvents(r *http.Request, w http.ResponseWriter, id string,
 			if r.Context().Err() != nil {
 				return
 			}
-			if ended := s.mgr.EndedDuring(r.Context(), id); ended != nil {
+			ended := stdinFailed(stdin)
+			if ended == nil {
+				ended = s.mgr.EndedDuring(r.Context(), id)
+			}
+			if ended != nil {
 				code, _ := classify(ended)
 				_ = enc.Encode(api.Event{Type: api.EventError, Error: &api.ErrorBody{Code: code, Message: ended.Error()}})
 				_ = rc.Flush()
@@ -127,6 +161,35 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request, owner stri
 	}
 	writeJSON(w, http.StatusCreated, p)
 	return nil
+}
+
+// execInput reads an exec body: the request and, for a large body, its
+// stdin apart (nil: none, or in the request). With StdinLastHeader the
+// stdin is read as the command runs; otherwise the body is decoded whole
+// first (execRequest) and its stdin handed on as raw bytes.
+func (s *Server) execInput(w http.ResponseWriter, r *http.Request, owner string) (*api.ExecRequest, *execStdin, error) {
+	small := r.ContentLength >= 0 && r.ContentLength <= smallExecBody
+	if r.ContentLength > api.MaxExecBodyBytes {
+		return nil, nil, fmt.Errorf("%w: request body larger than %d bytes", sandbox.ErrTooLarge, api.MaxExecBodyBytes)
+	}
+	if !small && r.Header.Get(StdinLastHeader) == "true" {
+		return streamedStdin(w, r)
+	}
+	req, err := s.execRequest(w, r, owner)
+	if err != nil || small || (req.Stdin == "" && req.StdinBase64 == "") || (req.Stdin != "" && req.StdinBase64 != "") {
+		return req, nil, err // the agent refuses both stdins
+	}
+	data := []byte(req.Stdin)
+	if req.StdinBase64 != "" {
+		if data, err = base64.StdEncoding.DecodeString(req.StdinBase64); err != nil {
+			return nil, nil, fmt.Errorf("%w: stdin_base64: %v", sandbox.ErrInvalid, err)
+		}
+	}
+	if len(data) > api.MaxStdinBytes {
+		return nil, nil, fmt.Errorf("%w: stdin larger than %d bytes", sandbox.ErrTooLarge, api.MaxStdinBytes)
+	}
+	req.Stdin, req.StdinBase64 = "", ""
+	return req, newExecStdin(bytes.NewReader(data), int64(len(data))), nil
 }
 
 // execRequest decodes an exec or process body. Only its size is bounded
@@ -219,7 +282,7 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request, owner str
 		return agentErr(r, err)
 	}
 	defer evs.Close()
-	s.streamEvents(r, w, id, evs)
+	s.streamEvents(r, w, id, evs, nil)
 	return nil
 }
 

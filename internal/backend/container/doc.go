@@ -8,7 +8,9 @@
 //	           sandbox's mapped root); in the quota disk mode (the default)
 //	           they are <state-dir>/disks/<id>/upper and work instead, a
 //	           subvolume of the shared disk pool (diskpool.go)
-//	rootfs/    overlay of the read-only template root and disk/upper
+//	rootfs/    overlay of the read-only template root and disk/upper,
+//	           mounted only in the sandbox's own mount namespace, never
+//	           the host's (mountns.go): on the host it is an empty dir
 //	config.json  the OCI runtime spec written from the request
 //	agent.sock the unix socket the daemon dials; its listening fd is handed
 //	           to the guest agent (PID 1) with --preserve-fds, and the path

@@ -172,13 +172,14 @@ func checkDisk(ctx context.Context, img string) error {
 	return nil
 }
 
-// boot mounts the root of sandbox spec.ID (its disk is mounted at
-// <dir>/disk), writes its OCI spec, runs it and waits for its agent.
+// boot writes the OCI spec of sandbox spec.ID (its disk is ready), mounts
+// its root in a mount namespace of its own, runs it there and waits for
+// its agent.
 func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot, m meta) (sandbox.Info, error) {
 	dir := b.dir(spec.ID)
 	upper, work := b.diskDirs(spec.ID, &m)
 	rootfs := filepath.Join(dir, "rootfs")
-	if err := root.mount(b, dir, upper, work, rootfs, m.UIDBase); err != nil {
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return sandbox.Info{}, err
 	}
 	s, err := buildSpec(specParams{
@@ -219,7 +220,15 @@ func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot
 		}
 		defer lf.Close()
 	}
-	if err := rt.run(ctx, spec.ID, dir, lf); err != nil {
+	// The root is mounted where only the runtime and the sandbox see it
+	// (mountns.go).
+	err = inPrivateMounts(func() error {
+		if err := root.mount(b, dir, upper, work, rootfs, m.UIDBase); err != nil {
+			return err
+		}
+		return rt.run(ctx, spec.ID, dir, lf)
+	})
+	if err != nil {
 		return sandbox.Info{}, err
 	}
 	// The agent must survive the sandbox's own OOM kills; only the host can

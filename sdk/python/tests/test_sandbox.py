@@ -95,6 +95,16 @@ class SandboxTest(unittest.TestCase):
 
         self.assertEqual(res.stdout.strip(), hashlib.sha256(blob).hexdigest())
 
+    def test_large_stdin(self) -> None:
+        # Large bodies stream their stdin (stdin last, Paddock-Stdin-Last).
+        blob = bytes(range(256)) * (8 << 10)  # 2 MiB
+        res = self.sbx.exec(["wc", "-c"], stdin=blob)
+        self.assertEqual(res.stdout, "2097152\n")
+        text = "é" * (1 << 20)
+        with self.sbx.exec_stream(["wc", "-c"], stdin=text) as stream:
+            out = b"".join(ev.data for ev in stream if ev.data)
+        self.assertEqual(out, b"2097152\n")
+
     def test_nonzero_exit_is_a_result(self) -> None:
         res = self.sbx.exec(["python3", "-c", "import sys; print('bad', file=sys.stderr); sys.exit(3)"])
         self.assertFalse(res.ok)

@@ -20,7 +20,7 @@ import _support  # noqa: F401  (puts the SDK on sys.path)
 
 import paddock
 from paddock.errors import error_for, error_from_body
-from paddock.sandbox import _exec_body
+from paddock.sandbox import _exec_body, exec_headers
 from paddock.types import Event, ExecResult, parse_time
 
 
@@ -153,6 +153,10 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual(b, {"argv": ["python3", "-c", "print(1)"], "timeout_seconds": 1.5, "stdin_base64": "AAE=", "max_output_bytes": 10})
         b = _exec_body("ls | wc -l", timeout=None, cwd="src", env={"A": "1"}, stdin="text", max_output_bytes=None, keep_stdin_open=True)
         self.assertEqual(b, {"command": "ls | wc -l", "cwd": "src", "env": {"A": "1"}, "stdin": "text", "keep_stdin_open": True})
+        # stdin is the last member, which the header promises the daemon.
+        self.assertEqual(list(json.loads(json.dumps(b)))[-1], "stdin")
+        self.assertEqual(exec_headers(b), {"Paddock-Stdin-Last": "true"})
+        self.assertEqual(exec_headers(_exec_body("true", timeout=None, cwd=None, env=None, stdin=None, max_output_bytes=None)), {})
         from pathlib import PurePosixPath
 
         self.assertEqual(_exec_body(("cat", PurePosixPath("/etc/hosts")), timeout=None, cwd=None, env=None, stdin=None, max_output_bytes=None)["argv"], ["cat", "/etc/hosts"])

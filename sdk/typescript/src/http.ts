@@ -47,6 +47,8 @@ export interface HttpRequest {
   body?: Uint8Array;
   contentType?: string;
   accept?: string;
+  /** More request headers. */
+  headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
   /** The deadline in ms; 0 or Infinity means none. */
   timeoutMs: number;
@@ -213,6 +215,7 @@ export class Transport {
 
   async #send(req: HttpRequest, call: Call): Promise<Response> {
     const headers: Record<string, string> = {
+      ...req.headers,
       Accept: req.accept ?? "application/json",
       "User-Agent": this.userAgent,
     };

@@ -89,10 +89,22 @@ export function toWire(cmd: Command, timeoutMs?: number): ExecRequest {
   if (req.timeout_seconds !== undefined && (typeof req.timeout_seconds !== "number" || !(req.timeout_seconds >= 0))) {
     throw new RangeError(`timeout_seconds must be a number >= 0, got ${String(req.timeout_seconds)}`);
   }
+  // The stdin goes last (see stdinLast).
+  const b64 = req.stdin_base64;
+  delete req.stdin_base64;
   if (typeof stdin === "string") req.stdin = stdin;
   else if (stdin instanceof Uint8Array) req.stdin_base64 = toBase64(stdin);
   else if (stdin !== undefined) throw new TypeError("stdin must be a string or a Uint8Array");
+  else if (b64 !== undefined) req.stdin_base64 = b64;
   return req;
+}
+
+/**
+ * The headers of an exec request from toWire: its stdin is the body's last
+ * member, so the daemon may stream it into the command as it arrives.
+ */
+export function stdinLast(req: ExecRequest): Record<string, string> {
+  return req.stdin !== undefined || req.stdin_base64 !== undefined ? { "Paddock-Stdin-Last": "true" } : {};
 }
 
 function checkPort(port: number): void {
@@ -199,6 +211,7 @@ export class Sandbox implements AsyncDisposable {
       method: "POST",
       path: this.#path("exec"),
       json: req,
+      headers: stdinLast(req),
       signal: opts.signal,
       timeoutMs: this.#t.deadline(opts, (req.timeout_seconds || DEFAULT_EXEC_SECONDS) * 1000 + GRACE_MS),
     });

@@ -117,6 +117,12 @@ describe("exec", () => {
     const bytes = randomBytes(4096);
     const sum = await shared.exec({ argv: ["sha256sum"], stdin: new Uint8Array(bytes) });
     assert.equal(sum.stdout.split(" ")[0], createHash("sha256").update(bytes).digest("hex"));
+    // Large ones stream through the daemon (stdin last, Paddock-Stdin-Last).
+    const big = randomBytes(2 << 20);
+    const bigSum = await shared.exec({ argv: ["sha256sum"], stdin: new Uint8Array(big) });
+    assert.equal(bigSum.stdout.split(" ")[0], createHash("sha256").update(big).digest("hex"));
+    const text = await shared.exec({ argv: ["wc", "-c"], stdin: "é".repeat(1 << 20) });
+    assert.equal(text.stdout, "2097152\n");
   });
 
   it("returns a non-zero exit as a result", async () => {

@@ -361,6 +361,28 @@ describe("event streams", () => {
 });
 
 describe("sandbox handle", () => {
+  it("exec sends stdin last with Paddock-Stdin-Last", async () => {
+    const p = new Paddock({ url: base, apiKey: "k" });
+    const sbx = await sandbox(p);
+    routes.set("POST /v1/sandboxes/sb1/exec", (_q, _b, res) =>
+      json(res, 200, { exit_code: 0, signal: null, timed_out: false, stdout: "3\n", stderr: "" }),
+    );
+    const cases: [Parameters<typeof sbx.exec>[0], string | undefined, string][] = [
+      [{ argv: ["wc", "-c"], stdin: "abc", max_output_bytes: 10 }, "true", "stdin"],
+      [{ command: "wc -c", stdin: new Uint8Array([1, 2, 3]), timeoutMs: 1000 }, "true", "stdin_base64"],
+      [{ command: "wc -c", stdin_base64: "AQID", cwd: "/" }, "true", "stdin_base64"],
+      [{ command: "true" }, undefined, "command"],
+    ];
+    for (const [params, header, last] of cases) {
+      seen.length = 0;
+      await sbx.exec(params);
+      const sent = seen.find((r) => r.url === "/v1/sandboxes/sb1/exec");
+      assert.ok(sent);
+      assert.equal(sent.headers["paddock-stdin-last"], header);
+      assert.equal(Object.keys(JSON.parse(sent.body.toString()) as object).at(-1), last);
+    }
+  });
+
   it("kill treats 404 as done and shares one request", async () => {
     const p = new Paddock({ url: base, apiKey: "k" });
     const sbx = await sandbox(p);

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.parse
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ._http import Body, Query
 from .errors import MAX_ERROR_BODY, RequestTimeout, TransportError, error_from_body
@@ -152,6 +152,7 @@ class AsyncTransport:
         accept: str = "application/json",
         timeout: Optional[float] = None,
         root: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> AsyncResponse:
         """Send a request; a non-2xx answer raises the matching PaddockError."""
         api = "" if root else "/v1"
@@ -165,6 +166,7 @@ class AsyncTransport:
             head.append("Authorization: Bearer " + self.api_key)
         if content_type:
             head.append("Content-Type: " + content_type)
+        head.extend(f"{k}: {v}" for k, v in (headers or {}).items())
         if data or method in ("POST", "PUT", "PATCH"):
             head.append(f"Content-Length: {len(data)}")
         raw = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
@@ -232,11 +234,12 @@ class AsyncTransport:
             if status != 100:
                 return status, headers
 
-    async def call(self, method: str, path: str, *, query: Query = None, json_body: Any = None, timeout: Optional[float] = None) -> Any:
+    async def call(self, method: str, path: str, *, query: Query = None, json_body: Any = None, timeout: Optional[float] = None,
+                   headers: Optional[Mapping[str, str]] = None) -> Any:
         body = None
         ctype = None
         if json_body is not None:
             body = json.dumps(json_body).encode("utf-8")
             ctype = "application/json"
-        resp = await self.send(method, path, query=query, body=body, content_type=ctype, timeout=timeout)
+        resp = await self.send(method, path, query=query, body=body, content_type=ctype, timeout=timeout, headers=headers)
         return await resp.json()

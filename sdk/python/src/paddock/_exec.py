@@ -66,6 +66,11 @@ def _exec_body(
     e = _check.str_map("env", env)
     if e:
         body["env"] = e
+    if max_output_bytes is not None:
+        body["max_output_bytes"] = _check.integer("max_output_bytes", max_output_bytes, minimum=1)
+    if keep_stdin_open:
+        body["keep_stdin_open"] = True
+    # stdin goes last (dicts keep their order): see exec_headers.
     if stdin is not None:
         if isinstance(stdin, str):
             body["stdin"] = stdin
@@ -73,11 +78,15 @@ def _exec_body(
             body["stdin_base64"] = base64.b64encode(bytes(stdin)).decode("ascii")
         else:
             raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
-    if max_output_bytes is not None:
-        body["max_output_bytes"] = _check.integer("max_output_bytes", max_output_bytes, minimum=1)
-    if keep_stdin_open:
-        body["keep_stdin_open"] = True
     return body
+
+
+def exec_headers(body: Dict[str, Any]) -> Dict[str, str]:
+    """The headers of an exec body from :func:`_exec_body`: its stdin is its
+    last member, so the daemon may stream it into the command as it arrives."""
+    if "stdin" in body or "stdin_base64" in body:
+        return {"Paddock-Stdin-Last": "true"}
+    return {}
 
 
 _mode = _bodies.mode_str

@@ -7,7 +7,7 @@ import json
 import select
 import socket
 import urllib.parse
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import MAX_ERROR_BODY, PaddockError, RequestTimeout, TransportError, error_from_body
 
@@ -123,6 +123,7 @@ class Transport:
         accept: str = "application/json",
         timeout: Optional[float] = None,
         root: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> Response:
         """Send a request; a non-2xx answer raises the matching PaddockError.
 
@@ -146,6 +147,8 @@ class Transport:
                 conn.putheader("Authorization", "Bearer " + self.api_key)
             if content_type:
                 conn.putheader("Content-Type", content_type)
+            for k, v in (headers or {}).items():
+                conn.putheader(k, v)
             if data or method in ("POST", "PUT", "PATCH"):
                 conn.putheader("Content-Length", str(len(data)))
             conn.endheaders()
@@ -180,6 +183,7 @@ class Transport:
         query: Query = None,
         json_body: Any = None,
         timeout: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> Any:
         """Send ``json_body`` (when not None) as JSON and return the decoded answer (None when empty)."""
         body = None
@@ -187,7 +191,7 @@ class Transport:
         if json_body is not None:
             body = json.dumps(json_body).encode("utf-8")
             ctype = "application/json"
-        return self.send(method, path, query=query, body=body, content_type=ctype, timeout=timeout).json()
+        return self.send(method, path, query=query, body=body, content_type=ctype, timeout=timeout, headers=headers).json()
 
 
 # Bodies are sent in chunks of this size, checking for an early answer in between.

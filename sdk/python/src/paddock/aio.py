@@ -21,7 +21,7 @@ from ._ahttp import AsyncTransport
 from ._code import AsyncCodeMixin
 from ._aio_objects import AsyncEventStream, AsyncFiles, AsyncProcess
 from ._aio_terminal import AsyncFileWatch, AsyncTerminal, AsyncTerminalMixin
-from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, Stdin, _exec_body, with_path
+from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, Stdin, _exec_body, exec_headers, with_path
 from ._http import NDJSON, path_of, query_pairs
 from .client import DEFAULT_TIMEOUT, ENV_API_KEY, Seconds, __version__, parse_build_event, resolve_url
 from .errors import NotFound, PaddockError, TransportError
@@ -82,8 +82,9 @@ class AsyncClient:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    async def _call(self, method: str, path: str, *, query: Any = None, json_body: Any = None, timeout: Any = _DEFAULT) -> Any:
-        return await self._t.call(method, path, query=query, json_body=json_body, timeout=self.timeout if timeout is _DEFAULT else timeout)
+    async def _call(self, method: str, path: str, *, query: Any = None, json_body: Any = None, timeout: Any = _DEFAULT,
+                    headers: Optional[Mapping[str, str]] = None) -> Any:
+        return await self._t.call(method, path, query=query, json_body=json_body, timeout=self.timeout if timeout is _DEFAULT else timeout, headers=headers)
 
     def _rt(self, request_timeout: Optional[Seconds]) -> Optional[float]:
         t = _check.number("request_timeout", request_timeout, minimum=0)
@@ -330,7 +331,7 @@ class AsyncSandbox(AsyncTerminalMixin, AsyncCodeMixin):
         body = _exec_body(cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin, max_output_bytes=max_output_bytes)
         rt = _check.number("request_timeout", request_timeout, minimum=0)
         http_t = rt if rt is not None else (body.get("timeout_seconds") or DEFAULT_EXEC_TIMEOUT) + HTTP_MARGIN
-        return ExecResult.from_json(await self.client._call("POST", self._path("exec"), json_body=body, timeout=http_t))
+        return ExecResult.from_json(await self.client._call("POST", self._path("exec"), json_body=body, timeout=http_t, headers=exec_headers(body)))
 
     def exec_stream(
         self, cmd: Command, *, timeout: Optional[Seconds] = None, cwd: Optional[str] = None,
@@ -340,6 +341,7 @@ class AsyncSandbox(AsyncTerminalMixin, AsyncCodeMixin):
         body = _exec_body(cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin, max_output_bytes=max_output_bytes)
         http_t = (body.get("timeout_seconds") or DEFAULT_EXEC_TIMEOUT) + HTTP_MARGIN
         data = json.dumps(body).encode("utf-8")
+        # No Paddock-Stdin-Last: see Sandbox.exec_stream.
         return AsyncEventStream(lambda: self.client._t.send("POST", self._path("exec"), body=data, content_type="application/json", accept=NDJSON, timeout=http_t))
 
     async def start(

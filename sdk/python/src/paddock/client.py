@@ -109,9 +109,10 @@ class Client:
 
     # -- low level -------------------------------------------------------
 
-    def _call(self, method: str, path: str, *, query: Any = None, json_body: Any = None, timeout: Any = _DEFAULT) -> Any:
+    def _call(self, method: str, path: str, *, query: Any = None, json_body: Any = None, timeout: Any = _DEFAULT,
+              headers: Optional[Mapping[str, str]] = None) -> Any:
         """Send a JSON call; ``timeout`` defaults to the client's (None waits forever)."""
-        return self._t.call(method, path, query=query, json_body=json_body, timeout=self.timeout if timeout is _DEFAULT else timeout)
+        return self._t.call(method, path, query=query, json_body=json_body, timeout=self.timeout if timeout is _DEFAULT else timeout, headers=headers)
 
     # -- system ----------------------------------------------------------
 

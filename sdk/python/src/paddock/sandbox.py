@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from . import _bodies, _check, _lifecycle
 from ._code import CodeMixin
-from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, EventStream, Stdin, _exec_body, with_path
+from ._exec import CLOSE_TIMEOUT, DEFAULT_EXEC_TIMEOUT, HTTP_MARGIN, Command, EventStream, Stdin, _exec_body, exec_headers, with_path
 from ._http import NDJSON, path_of
 from .client import Client, Seconds
 from .errors import NotFound, PaddockError
@@ -227,7 +227,8 @@ class Sandbox(TerminalMixin, CodeMixin):
         """
         body = _exec_body(cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin, max_output_bytes=max_output_bytes)
         rt = _check.number("request_timeout", request_timeout, minimum=0)
-        d = self.client._call("POST", self._path("exec"), json_body=body, timeout=rt if rt is not None else self._exec_http_timeout(body))
+        d = self.client._call("POST", self._path("exec"), json_body=body, timeout=rt if rt is not None else self._exec_http_timeout(body),
+                              headers=exec_headers(body))
         return ExecResult.from_json(d)
 
     def exec_stream(
@@ -253,6 +254,8 @@ class Sandbox(TerminalMixin, CodeMixin):
             content_type="application/json",
             accept=NDJSON,
             timeout=self._exec_http_timeout(body),
+            # No Paddock-Stdin-Last here: events would start while the body
+            # is sent, and this transport stops sending once an answer starts.
         )
         return EventStream(resp)
 

@@ -79,6 +79,7 @@ func serve(args []string) int {
 	shim := fs.String("shim", "", "binary to run as the command shim (default: this binary via /proc/self/exe)")
 	maxFile := fs.Int64("max-file-bytes", agent.DefaultMaxFileBytes, "largest file upload or download")
 	maxStdin := fs.Int64("max-stdin-bytes", agent.DefaultMaxStdinBytes, "largest stdin in one request")
+	spareIdle := fs.Duration("spare-idle", 0, "retire the spare shim after this long without an exec (0 = keep it; the next exec after a retirement starts its own shim)")
 	debug := fs.Bool("debug", false, "log every request")
 	if err := fs.Parse(args); err != nil {
 		fs.SetOutput(os.Stderr)
@@ -119,6 +120,7 @@ func serve(args []string) int {
 		Reaper:        os.Getpid() == 1,
 		MaxFileBytes:  *maxFile,
 		MaxStdinBytes: *maxStdin,
+		SpareIdle:     *spareIdle,
 	}, log)
 	log.Info("paddock-agent serving", "addr", ln.Addr().String(), "pid", os.Getpid(), "workdir", *workdir)
 	if err := srv.Serve(ctx, ln); err != nil {

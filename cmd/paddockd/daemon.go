@@ -71,6 +71,7 @@ func runDaemon(cfg Config, m daemonMode, log *slog.Logger) error {
 		return err
 	}
 	mcfg.WarmPool = poolCfg
+	mcfg.SpareShimIdle = cfg.spareShimIdle()
 	if m.noNetworkReason != "" {
 		mcfg.NoNetworkReason = m.noNetworkReason
 	}

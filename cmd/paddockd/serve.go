@@ -50,6 +50,9 @@ type Config struct {
 	// image when it is first made. See docs/operations.md.
 	DiskMode    string          `json:"disk_mode,omitempty"`
 	DiskPoolMiB int64           `json:"disk_pool_mib,omitempty"`
+	// SpareShimIdleSeconds retires an idle sandbox's spare command shim
+	// after that many seconds without an exec (0: never; default 60).
+	SpareShimIdleSeconds *int64 `json:"spare_shim_idle_seconds,omitempty"`
 	Prices      *manager.Prices `json:"prices,omitempty"`
 	// Retention of paused and stopped sandboxes (retention.go).
 	Retention
@@ -102,6 +105,7 @@ func serve(args []string) error {
 	diskMode := fs.String("disk-mode", container.DiskQuota, `where sandboxes' writable layers live: "quota" (one shared btrfs disk pool <state-dir>/disks.img, a subvolume with a quota of disk_mib per sandbox; needs mkfs.btrfs) or "loop" (an ext4 image, loop device and mount per sandbox)`)
 	diskPool := fs.Int64("disk-pool-mib", 0, "size in MiB of the disk pool's sparse image when it is first made (default: the size of the file system holding --state-dir)")
 	warmPool := addWarmPoolFlags(fs)
+	spareIdle := fs.Duration("spare-shim-idle", defaultSpareShimIdle, "retire a sandbox's spare command shim (a process kept started so an exec need not start one) after this long without an exec; the next exec then starts its own, about 15 ms more (0 = keep it)")
 	pprofListen := fs.String("pprof-listen", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
@@ -179,12 +183,31 @@ func serve(args []string) error {
 		cfg.MCPIdleTimeoutSeconds = int64(max(mcpIdle.Seconds(), 1))
 	}
 	warmPool.apply(&cfg.WarmPool, set)
+	if set["spare-shim-idle"] || cfg.SpareShimIdleSeconds == nil {
+		secs := int64(spareIdle.Round(time.Second).Seconds())
+		cfg.SpareShimIdleSeconds = &secs
+	}
+	if *cfg.SpareShimIdleSeconds < 0 {
+		return fmt.Errorf("--spare-shim-idle must not be negative")
+	}
 	if cfg.pprofListen = *pprofListen; cfg.pprofListen != "" {
 		if err := checkLoopback(cfg.pprofListen); err != nil {
 			return fmt.Errorf("--pprof-listen: %w", err)
 		}
 	}
 	return run(cfg)
+}
+
+// defaultSpareShimIdle is --spare-shim-idle's default: a model's next
+// call in a conversation usually comes sooner.
+const defaultSpareShimIdle = time.Minute
+
+// spareShimIdle is the configured --spare-shim-idle.
+func (c Config) spareShimIdle() time.Duration {
+	if c.SpareShimIdleSeconds == nil {
+		return defaultSpareShimIdle
+	}
+	return time.Duration(*c.SpareShimIdleSeconds) * time.Second
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -251,7 +274,7 @@ func run(cfg Config) error {
 		StateDir: cfg.StateDir, AgentBinary: cfg.AgentBinary, Runtimes: runtimes,
 		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
 		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent,
-		DiskMode: cfg.DiskMode, DiskPoolMiB: cfg.DiskPoolMiB,
+		DiskMode: cfg.DiskMode, DiskPoolMiB: cfg.DiskPoolMiB, SpareIdle: cfg.spareShimIdle(),
 		Images: func(name string) (*template.Root, error) { return cat.Root(name) },
 	})
 	if err != nil {

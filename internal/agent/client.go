@@ -281,6 +281,17 @@ func (c *Client) Health(ctx context.Context, id string) error {
 	return err
 }
 
+// SetSpareIdle sets how long the agent keeps its spare shim without an
+// exec before retiring it (PUT /spare); 0 keeps it.
+func (c *Client) SetSpareIdle(ctx context.Context, id string, d time.Duration) error {
+	body, n, err := jsonBody(SparePolicy{IdleMS: d.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	return c.jsonCall(ctx, id, call{method: http.MethodPut, path: "/spare", body: body, length: n, ctype: "application/json",
+		timeout: envTimeout, ok: []int{http.StatusNoContent, http.StatusOK}}, 0, nil)
+}
+
 // SetEnv replaces the environment the agent adds to every later command
 // (PUT /env); an empty map clears it.
 func (c *Client) SetEnv(ctx context.Context, id string, env map[string]string) error {

@@ -56,6 +56,10 @@ type Config struct {
 	// below the sandbox's pids limit so that a fork bomb cannot take the
 	// last process slots the agent itself needs.
 	NProc int
+	// SpareIdle, if positive, retires the spare shim once it has waited
+	// that long without an exec (see shimPool); 0 keeps it. PUT /spare
+	// changes it.
+	SpareIdle time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -107,6 +111,7 @@ func NewServer(cfg Config, log *slog.Logger) *Server {
 	s.ptys = newPTYTable(s.cfg.MaxPTYs)
 	s.watches = make(chan struct{}, s.cfg.MaxWatches)
 	s.code = s.newKernels()
+	s.shims.idle = max(s.cfg.SpareIdle, 0)
 	if s.cfg.Reaper {
 		s.reaper = startReaper(log)
 	}
@@ -124,6 +129,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /exec", s.handle(s.handleExec))
 	mux.Handle("POST "+ExecStdinPath, s.handle(s.handleExecStdin)) // exec_stdin.go
 	mux.Handle("PUT /env", s.handle(s.handlePutEnv))
+	mux.Handle("PUT /spare", s.handle(s.handlePutSpare)) // shimpool.go
 	mux.Handle("POST /processes", s.handle(s.handleStartProcess))
 	mux.Handle("GET /processes", s.handle(s.handleListProcesses))
 	mux.Handle("GET /processes/{process}", s.handle(s.handleGetProcess))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"syscall"
@@ -29,11 +30,19 @@ type shimProc struct {
 // undumpable, so nothing in the sandbox can ptrace it or open its control
 // socket); a sandbox process can only kill it, and the next exec then
 // starts a shim of its own.
+//
+// An idle sandbox's spare is retired after idle without an exec (when idle
+// is positive): it holds a process and its threads (8 tasks, about 0.9 MiB
+// of private memory) that thousands of idle sandboxes would pay for, while
+// the exec that follows a long pause only pays one shim start.
 type shimPool struct {
 	mu      sync.Mutex
 	spare   *shimProc
 	filling bool
 	closed  bool
+	idle    time.Duration // retire the spare after this long unused; 0 = never
+	retire  *time.Timer   // pending retirement of the spare; nil if none
+	gen     uint64        // counts spares placed, so a stale retirement does nothing
 }
 
 // startShim starts a shim that waits for its spec.
@@ -105,12 +114,11 @@ func (sh *shimProc) gone() bool {
 func (s *Server) takeShim() (sh *shimProc, spare bool, err error) {
 	s.shims.mu.Lock()
 	sh, s.shims.spare = s.shims.spare, nil
+	s.shims.stopRetireLocked()
 	s.shims.mu.Unlock()
-	if sh != nil {
-		s.refillShimAfter(time.After(refillDelay))
-	} else {
-		s.refillShim()
-	}
+	// Either way the refill waits: starting a process holds the agent's
+	// only P, and this exec's command is about to start.
+	s.refillShimAfter(time.After(refillDelay))
 	if sh != nil && !sh.gone() {
 		return sh, true, nil
 	}
@@ -145,6 +153,7 @@ func (s *Server) refillShimAfter(taken <-chan time.Time) {
 		s.shims.filling = false
 		if err == nil && s.shims.spare == nil && !s.shims.closed {
 			s.shims.spare, sh = sh, nil
+			s.armRetireLocked()
 		}
 		s.shims.mu.Unlock()
 		if err != nil {
@@ -164,6 +173,7 @@ func (s *Server) closeShims(d time.Duration) {
 	s.shims.mu.Lock()
 	sh := s.shims.spare
 	s.shims.spare, s.shims.closed = nil, true
+	s.shims.stopRetireLocked()
 	s.shims.mu.Unlock()
 	if sh == nil {
 		return
@@ -175,6 +185,78 @@ func (s *Server) closeShims(d time.Duration) {
 		_ = unix.Kill(sh.pid, unix.SIGKILL)
 	}
 }
+
+// armRetireLocked schedules the retirement of the spare just placed, if
+// spares retire; s.shims.mu is held.
+func (s *Server) armRetireLocked() {
+	p := &s.shims
+	p.gen++
+	p.stopRetireLocked()
+	if p.idle <= 0 || p.spare == nil {
+		return
+	}
+	gen := p.gen
+	p.retire = time.AfterFunc(p.idle, func() { s.retireSpare(gen) })
+}
+
+// stopRetireLocked cancels a pending retirement; s.shims.mu is held.
+func (p *shimPool) stopRetireLocked() {
+	if p.retire != nil {
+		p.retire.Stop()
+		p.retire = nil
+	}
+}
+
+// retireSpare ends the spare placed as generation gen if it is still the
+// spare: the sandbox has run no command for the idle time. No new spare is
+// started; the next exec starts its own shim and refills.
+func (s *Server) retireSpare(gen uint64) {
+	s.shims.mu.Lock()
+	sh := s.shims.spare
+	if sh == nil || s.shims.gen != gen {
+		s.shims.mu.Unlock()
+		return
+	}
+	s.shims.spare, s.shims.retire = nil, nil
+	s.shims.mu.Unlock()
+	sh.release() // the shim reads EOF and exits; the reaper collects it
+	s.log.Debug("spare shim retired", "idle", s.shims.idle)
+}
+
+// setSpareIdle sets how long the spare waits unused before it is retired
+// (0: never) and reschedules the current spare's retirement.
+func (s *Server) setSpareIdle(d time.Duration) {
+	s.shims.mu.Lock()
+	defer s.shims.mu.Unlock()
+	s.shims.idle = max(d, 0)
+	s.armRetireLocked()
+}
+
+// SparePolicy is the body of PUT /spare.
+type SparePolicy struct {
+	// IdleMS retires the spare shim after this many milliseconds without
+	// an exec; 0 keeps it.
+	IdleMS int64 `json:"idle_ms"`
+}
+
+// handlePutSpare sets the spare shim's idle time: the daemon keeps the
+// spare of a warm-pool sandbox (started with no idle time) and sets the
+// idle time when it hands the sandbox out.
+func (s *Server) handlePutSpare(w http.ResponseWriter, r *http.Request) error {
+	var p SparePolicy
+	if err := decodeJSON(w, r, &p, maxJSONBytes, false); err != nil {
+		return err
+	}
+	if p.IdleMS < 0 || p.IdleMS > int64(maxSpareIdle/time.Millisecond) {
+		return badRequest("idle_ms must be between 0 and %d", int64(maxSpareIdle/time.Millisecond))
+	}
+	s.setSpareIdle(time.Duration(p.IdleMS) * time.Millisecond)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// maxSpareIdle bounds PUT /spare's idle time (a year).
+const maxSpareIdle = 365 * 24 * time.Hour
 
 // errShimLost is a shim that died before it reported the command's pid,
 // killed by a signal: a sandbox process killed the spare.

@@ -140,3 +140,49 @@ func TestSpareShimStopSignals(t *testing.T) {
 		})
 	}
 }
+
+// waitNoSpare waits up to d for the spare shim to be gone.
+func waitNoSpare(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for len(spareShims(t)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("spare shims %v still there after %v", spareShims(t), d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSpareShimRetires checks that with SpareIdle the spare shim ends
+// once it has waited that long, that the next exec still runs and brings a
+// spare back, and that PUT /spare turns retirement on and off.
+func TestSpareShimRetires(t *testing.T) {
+	h := newHarness(t, agent.Config{SpareIdle: 300 * time.Millisecond})
+	waitSpare(t)
+	waitNoSpare(t, 10*time.Second)
+	if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" || deref(res.ExitCode) != 0 {
+		t.Fatalf("exec after the spare retired: %+v", res)
+	}
+	waitSpare(t)
+	waitNoSpare(t, 10*time.Second)
+
+	// Idle 0 keeps the spare; a positive one retires it again.
+	h.must(204, "PUT", "/spare", agent.SparePolicy{IdleMS: 0}, nil)
+	h.exec(api.ExecRequest{Argv: []string{"true"}})
+	spare := waitSpare(t)
+	time.Sleep(time.Second)
+	if pids := spareShims(t); !slices.Equal(pids, []int{spare}) {
+		t.Fatalf("with idle 0 the spare %d changed: %v", spare, pids)
+	}
+	h.must(204, "PUT", "/spare", agent.SparePolicy{IdleMS: 200}, nil)
+	waitNoSpare(t, 10*time.Second)
+
+	for _, body := range []any{
+		agent.SparePolicy{IdleMS: -1},
+		agent.SparePolicy{IdleMS: 1 << 62},
+		map[string]any{"idle": 5},
+		"x",
+	} {
+		h.must(400, "PUT", "/spare", body, nil)
+	}
+}

@@ -72,6 +72,11 @@ type Config struct {
 	// CleanupWorkers bounds the deferred cleanups of deleted sandboxes
 	// running at once (delete.go); 0 means DefaultCleanupWorkers.
 	CleanupWorkers int
+	// SpareShimIdle is what a warm-pool sandbox's guest agent is told when
+	// the sandbox is handed out: retire its spare command shim after that
+	// long without an exec (pool sandboxes keep theirs until then; the
+	// backend starts every other sandbox's agent with it). 0: keep it.
+	SpareShimIdle time.Duration
 }
 
 // DefaultConfig returns the documented defaults.

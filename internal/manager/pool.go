@@ -119,7 +119,7 @@ func (m *Manager) createPooled(ctx context.Context, template string) (id, ref st
 		m.forget(rec.ID)
 		return "", "", err
 	}
-	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: ref, Resources: rec.Resources, Network: netCfg})
+	info, err := m.backend.Create(ctx, sandbox.Spec{ID: rec.ID, Template: ref, Resources: rec.Resources, Network: netCfg, Pooled: true})
 	if err != nil {
 		m.teardownNetwork(context.WithoutCancel(ctx), rec.ID)
 		m.release(rec.ID)

@@ -62,6 +62,7 @@ func (m *Manager) fromPool(ctx context.Context, owner string, req sandbox.Create
 	}
 	m.event("pool_hit")
 	m.event("create")
+	m.startSpareIdle(ctx, rec.ID)
 	m.log.Info("sandbox created", "sandbox", rec.ID, "owner", owner, "template", rec.Template,
 		"runtime", rec.Runtime, "warm_pool", true, "ms", time.Since(start).Milliseconds())
 	return rec, true, nil
@@ -125,6 +126,23 @@ func (m *Manager) handOut(ctx context.Context, id, owner string, want *store.Rec
 		r.Usage = store.Usage{SampledAt: now}
 		return nil
 	})
+}
+
+// startSpareIdle tells the guest agent of a sandbox just handed out to
+// retire its spare command shim once idle, as in every sandbox not made
+// for the pool. It runs in the background: the create is answered at once,
+// and an agent that misses it only keeps its spare.
+func (m *Manager) startSpareIdle(ctx context.Context, id string) {
+	if m.cfg.SpareShimIdle <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	go func() {
+		defer cancel()
+		if err := m.agent.SetSpareIdle(ctx, id, m.cfg.SpareShimIdle); err != nil {
+			m.log.Debug("warm pool: set the spare shim's idle time", "sandbox", id, "err", err)
+		}
+	}()
 }
 
 // ownedLocked counts owner's live sandboxes; m.mu is held.

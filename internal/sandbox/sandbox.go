@@ -54,6 +54,10 @@ type Spec struct {
 	Env map[string]string
 	// Network, if set, joins a prepared network namespace.
 	Network *NetworkConfig
+	// Pooled marks a warm-pool sandbox: its guest agent keeps its spare
+	// command shim until the sandbox is handed out (an idle sandbox's
+	// spare is otherwise retired after the backend's idle time).
+	Pooled bool
 }
 
 // Info is what a backend reports about a sandbox it created.

@@ -82,7 +82,11 @@ type Config struct {
 	// DiskPoolMiB is the size of the disk pool's sparse image when it is
 	// first made (default: the size of the file system holding StateDir).
 	DiskPoolMiB int64
-	Log         *slog.Logger
+	// SpareIdle retires a guest agent's spare command shim after that long
+	// without an exec (0: never); warm-pool sandboxes (Spec.Pooled) keep
+	// theirs until the manager hands them out.
+	SpareIdle time.Duration
+	Log       *slog.Logger
 }
 
 // DefaultCgroupParent derives the cgroup parent of a state directory.
@@ -566,4 +570,12 @@ func (b *Backend) dirIDs() []string {
 		}
 	}
 	return out
+}
+
+// spareIdle is the agent's --spare-idle for spec.
+func (b *Backend) spareIdle(spec sandbox.Spec) time.Duration {
+	if spec.Pooled {
+		return 0
+	}
+	return b.cfg.SpareIdle
 }

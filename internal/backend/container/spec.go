@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -59,6 +60,9 @@ type specParams struct {
 	Env          map[string]string
 	CgroupV1     bool
 	HasMemsw     bool
+	// SpareIdle is the agent's --spare-idle (0: the agent keeps its spare
+	// shim).
+	SpareIdle time.Duration
 }
 
 // buildSpec writes the OCI runtime spec of one sandbox.
@@ -77,13 +81,17 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 		env = append(env, k+"="+p.Env[k])
 	}
 	caps := append([]string(nil), capabilities...)
+	args := []string{agentPath, "serve", "--listen-fd", "3", "--workdir", "/workspace",
+		"--nproc", strconv.FormatInt(p.Resources.PIDs, 10)}
+	if p.SpareIdle > 0 {
+		args = append(args, "--spare-idle", p.SpareIdle.String())
+	}
 	s := &specs.Spec{
 		Version: "1.0.2", // the oldest version every runtime we support accepts (crun 1.8 refuses newer)
 		Root:    &specs.Root{Path: p.Rootfs},
 		Process: &specs.Process{
 			User: specs.User{UID: 0, GID: 0},
-			Args: []string{agentPath, "serve", "--listen-fd", "3", "--workdir", "/workspace",
-				"--nproc", strconv.FormatInt(p.Resources.PIDs, 10)},
+			Args: args,
 			Env: env,
 			Cwd: "/",
 			Capabilities: &specs.LinuxCapabilities{

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
@@ -100,6 +101,35 @@ func TestValidID(t *testing.T) {
 	for id, ok := range map[string]bool{"sbabc123": true, "": false, "../x": false, "a/b": false, "UPPER": false} {
 		if validID(id) != ok {
 			t.Errorf("validID(%q) = %v", id, !ok)
+		}
+	}
+}
+
+// TestSpecSpareIdle: the agent gets --spare-idle only when spares retire,
+// and a warm-pool sandbox's agent keeps its spare.
+func TestSpecSpareIdle(t *testing.T) {
+	b := &Backend{cfg: Config{SpareIdle: 90 * time.Second}}
+	for _, tc := range []struct {
+		spec sandbox.Spec
+		want time.Duration
+		arg  string
+	}{
+		{sandbox.Spec{ID: "a"}, 90 * time.Second, "1m30s"},
+		{sandbox.Spec{ID: "b", Pooled: true}, 0, ""},
+	} {
+		d := b.spareIdle(tc.spec)
+		s, err := buildSpec(specParams{ID: tc.spec.ID, Rootfs: "/r", SpareIdle: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(s.Process.Args, "--spare-idle")
+		switch {
+		case d != tc.want:
+			t.Errorf("%+v: idle %v, want %v", tc.spec, d, tc.want)
+		case tc.arg == "" && i >= 0:
+			t.Errorf("%+v: args %q hold --spare-idle", tc.spec, s.Process.Args)
+		case tc.arg != "" && (i < 0 || i+1 >= len(s.Process.Args) || s.Process.Args[i+1] != tc.arg):
+			t.Errorf("%+v: args %q, want --spare-idle %s", tc.spec, s.Process.Args, tc.arg)
 		}
 	}
 }

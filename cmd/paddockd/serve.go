@@ -48,12 +48,12 @@ type Config struct {
 	// btrfs disk pool, a quota per sandbox) or "loop" (an ext4 image, loop
 	// device and mount per sandbox); DiskPoolMiB sizes the pool's sparse
 	// image when it is first made. See docs/operations.md.
-	DiskMode    string          `json:"disk_mode,omitempty"`
-	DiskPoolMiB int64           `json:"disk_pool_mib,omitempty"`
+	DiskMode    string `json:"disk_mode,omitempty"`
+	DiskPoolMiB int64  `json:"disk_pool_mib,omitempty"`
 	// SpareShimIdleSeconds retires an idle sandbox's spare command shim
 	// after that many seconds without an exec (0: never; default 60).
-	SpareShimIdleSeconds *int64 `json:"spare_shim_idle_seconds,omitempty"`
-	Prices      *manager.Prices `json:"prices,omitempty"`
+	SpareShimIdleSeconds *int64          `json:"spare_shim_idle_seconds,omitempty"`
+	Prices               *manager.Prices `json:"prices,omitempty"`
 	// Retention of paused and stopped sandboxes (retention.go).
 	Retention
 	// WarmPool is the warm pool: idle sandboxes kept ready per template

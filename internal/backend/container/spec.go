@@ -92,8 +92,8 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 		Process: &specs.Process{
 			User: specs.User{UID: 0, GID: 0},
 			Args: args,
-			Env: env,
-			Cwd: "/",
+			Env:  env,
+			Cwd:  "/",
 			Capabilities: &specs.LinuxCapabilities{
 				Bounding: caps, Effective: caps, Permitted: caps,
 			},

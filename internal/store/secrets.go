@@ -28,7 +28,7 @@ func (s *Store) PutSecret(r *SecretRecord) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSecrets).Put(secretKey(r.Owner, r.Name), b)
 	})
 }
@@ -68,7 +68,7 @@ func (s *Store) Secrets(owner string) ([]*SecretRecord, error) {
 
 // DeleteSecret removes owner's secret name.
 func (s *Store) DeleteSecret(owner, name string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSecrets)
 		if b.Get(secretKey(owner, name)) == nil {
 			return fmt.Errorf("secret %q: %w", name, sandbox.ErrNotFound)

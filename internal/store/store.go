@@ -106,8 +106,9 @@ type Usage struct {
 
 // Store is the sandbox database. It is safe for concurrent use.
 type Store struct {
-	db  *bolt.DB
-	dir string
+	db    *bolt.DB
+	dir   string
+	group writeGroup // group.go
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -156,7 +157,7 @@ func (s *Store) Put(r *Record) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSandboxes).Put([]byte(r.ID), b)
 	})
 }
@@ -178,7 +179,7 @@ func (s *Store) Get(id string) (*Record, error) {
 // Update applies fn to the record with id inside one transaction.
 func (s *Store) Update(id string, fn func(*Record) error) (*Record, error) {
 	var r *Record
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bolt.Tx) error {
 		var err error
 		r, err = updateIn(tx.Bucket(bucketSandboxes), id, fn)
 		if err == nil && r == nil {
@@ -229,7 +230,7 @@ func (s *Store) UpdateMany(ids []string, fn func(*Record) error) error {
 
 // Delete removes the record with id; a missing record is not an error.
 func (s *Store) Delete(id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSandboxes).Delete([]byte(id))
 	})
 }

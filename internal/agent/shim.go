@@ -93,6 +93,7 @@ func RunShim(args []string) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, unix.SIGCHLD)
 	spareThreads(4)
+	warmJSON()
 
 	spec, stdio, err := recvShimSpec(*controlFD)
 	unix.Close(*controlFD)
@@ -285,6 +286,16 @@ func readStat(pid int) (ppid int, state byte, ok bool) {
 		return 0, 0, false
 	}
 	return ppid, f[0][0], true
+}
+
+// warmJSON decodes a spec and encodes a status once, so that
+// encoding/json has built its caches for these types before the spec
+// comes: the first decode in a fresh process costs 0.3-0.7 ms, a later one
+// a few microseconds.
+func warmJSON() {
+	var ss shimSpec
+	_ = json.Unmarshal([]byte(`{"path":"/","argv":["/"],"env":["A=b"],"dir":"/","nproc":1,"tty":false}`), &ss)
+	_ = json.NewEncoder(io.Discard).Encode(shimStatus{PID: 1, ExitCode: new(int), Signal: "SIGKILL", Error: "x", Limit: true})
 }
 
 // spareThreads makes the runtime start n more OS threads now, while the

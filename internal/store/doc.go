@@ -9,7 +9,10 @@
 // # The database
 //
 // <state-dir>/paddock.db (0600, bbolt; an exclusive flock, so a second
-// daemon on the same state directory refuses to start):
+// daemon on the same state directory refuses to start). Single-record
+// writes are group-committed (group.go): writes that arrive while a
+// transaction commits share the next one, and each returns only once its
+// transaction is on disk.
 //
 //	bucket "meta"       key "schema"          → "1"
 //	                    key "port-token-key"  → the 32-byte HMAC key of

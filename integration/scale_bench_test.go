@@ -66,8 +66,9 @@ func BenchmarkScaleIdle(b *testing.B) {
 			b.Fatal("the daemon died")
 		}
 	}
-	time.Sleep(10 * time.Second) // let the agents settle
+	time.Sleep(idleSettle) // let the agents settle and their spare shims retire
 	avail1 := memAvailableKiB()
+	fmt.Printf("scale: host limits after %v idle: %s\n", idleSettle, hostLimits(d.cmd.Process.Pid))
 	fmt.Printf("scale: host MemAvailable −%.2f MiB per idle sandbox at %d\n", float64(avail0-avail1)/1024/float64(max(len(sbs), 1)), len(sbs))
 	other, err := d.client(1).Create(ctx, nil)
 	if err != nil {

@@ -17,15 +17,46 @@ import (
 const cgroupRoot = "/sys/fs/cgroup"
 
 // cgroupDirs returns every cgroup directory of sandbox id under parent
-// that exists, in all v1 controllers and in the unified hierarchy.
+// that exists, in all v1 controllers and in the unified hierarchy (a
+// hierarchy reached through a symlink, such as cpu → cpu,cpuacct, once per
+// name). It looks each path up: a glob would read parent's directory,
+// which holds every sandbox, in every hierarchy, and a mass delete would
+// then cost the square of the sandboxes on the host.
 func cgroupDirs(parent, id string) []string {
 	var out []string
-	for _, pattern := range []string{
-		filepath.Join(cgroupRoot, parent, id),
-		filepath.Join(cgroupRoot, "*", parent, id),
-	} {
-		m, _ := filepath.Glob(pattern)
-		out = append(out, m...)
+	if isDir(filepath.Join(cgroupRoot, parent, id)) {
+		out = append(out, filepath.Join(cgroupRoot, parent, id))
+	}
+	ents, _ := os.ReadDir(cgroupRoot)
+	for _, e := range ents {
+		if p := filepath.Join(cgroupRoot, e.Name(), parent, id); isDir(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isDir reports whether p is a directory (following symlinks).
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// subCgroups returns dir and every directory below it, parents first. It
+// reads directory entries only (a cgroup directory holds dozens of files,
+// which a walk would stat one by one).
+func subCgroups(dir string) []string {
+	out := []string{dir}
+	for i := 0; i < len(out); i++ {
+		ents, err := os.ReadDir(out[i])
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, filepath.Join(out[i], e.Name()))
+			}
+		}
 	}
 	return out
 }
@@ -59,13 +90,10 @@ func killCgroups(parent, id string) {
 	for round := 0; round < 50; round++ {
 		alive := false
 		for _, d := range dirs {
-			filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
-				if err != nil || !fi.IsDir() {
-					return nil
-				}
+			for _, p := range subCgroups(d) {
 				b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
 				if err != nil {
-					return nil
+					continue
 				}
 				for _, f := range strings.Fields(string(b)) {
 					if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
@@ -73,8 +101,7 @@ func killCgroups(parent, id string) {
 						alive = true
 					}
 				}
-				return nil
-			})
+			}
 		}
 		if !alive {
 			break
@@ -82,13 +109,7 @@ func killCgroups(parent, id string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, d := range dirs {
-		var sub []string
-		filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
-			if err == nil && fi.IsDir() {
-				sub = append(sub, p)
-			}
-			return nil
-		})
+		sub := subCgroups(d)
 		for i := len(sub) - 1; i >= 0; i-- {
 			for try := 0; try < 20; try++ {
 				if err := os.Remove(sub[i]); err == nil || os.IsNotExist(err) {

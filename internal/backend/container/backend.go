@@ -112,6 +112,7 @@ type Backend struct {
 	hasMemsw bool
 
 	exits *exitWatch
+	stats statsCache // stats.go
 
 	mu        sync.Mutex
 	slots     map[int]string  // uid slot → sandbox id
@@ -521,6 +522,7 @@ func (b *Backend) Destroy(ctx context.Context, id string) error {
 		}
 	}
 	killCgroups(b.cfg.CgroupParent, id)
+	b.stats.forget(id)
 	dir := b.dir(id)
 	if err := b.unmountSandbox(id, dir); err != nil {
 		return errors.Join(append(errs, err)...)

@@ -220,7 +220,7 @@ func qgroupRemove(mnt string, id uint64) error {
 func qgroupUsage(fsid string, id uint64) (used, limit int64, err error) {
 	dir := filepath.Join("/sys/fs/btrfs", fsid, "qgroups", "0_"+strconv.FormatUint(id, 10))
 	read := func(name string) (int64, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := readSmall(filepath.Join(dir, name))
 		if err != nil {
 			return 0, err
 		}

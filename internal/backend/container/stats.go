@@ -1,7 +1,6 @@
 package container
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -9,8 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -44,25 +46,34 @@ func (b *Backend) runtimeCmd(ctx context.Context, id, verb string) error {
 	return nil
 }
 
-// Stats samples the sandbox's cgroups, disk and network namespace.
+// Stats samples the sandbox's cgroups, disk and network namespace. The
+// daemon samples every running sandbox every few seconds, so a sandbox
+// whose CPU time has not moved since its last full sample (an idle one:
+// its processes have not run, so its memory, disk and traffic are those
+// of that sample) costs one read of its CPU counter, and its last sample
+// is returned, up to statsMaxAge old.
 func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	var st sandbox.Stats
 	if !validID(id) {
 		return st, sandbox.ErrNotFound
+	}
+	cpu := b.cpuUsage(id)
+	if cached, ok := b.stats.get(id, cpu, time.Now()); ok {
+		return cached, nil
 	}
 	m, err := b.readMeta(id)
 	if err != nil {
 		return st, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
 	}
 	if b.cgroupV1 {
-		st.CPUSeconds = float64(readInt(filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, id, "cpuacct.usage"))) / 1e9
+		st.CPUSeconds = float64(cpu) / 1e9
 		mem := filepath.Join(cgroupRoot, "memory", b.cfg.CgroupParent, id)
 		st.MemoryBytes = readInt(filepath.Join(mem, "memory.usage_in_bytes"))
 		st.MemoryPeakBytes = readInt(filepath.Join(mem, "memory.max_usage_in_bytes"))
 		st.PIDs = readInt(filepath.Join(cgroupRoot, "pids", b.cfg.CgroupParent, id, "pids.current"))
 	} else {
 		dir := filepath.Join(cgroupRoot, b.cfg.CgroupParent, id)
-		st.CPUSeconds = float64(readKey(filepath.Join(dir, "cpu.stat"), "usage_usec")) / 1e6
+		st.CPUSeconds = float64(cpu) / 1e6
 		st.MemoryBytes = readInt(filepath.Join(dir, "memory.current"))
 		st.MemoryPeakBytes = readInt(filepath.Join(dir, "memory.peak"))
 		st.PIDs = readInt(filepath.Join(dir, "pids.current"))
@@ -70,14 +81,100 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	if n, err := b.diskUsage(id, m); err == nil {
 		st.DiskBytes = n
 	}
-	if pid, err := os.ReadFile(filepath.Join(b.dir(id), "init.pid")); err == nil {
+	if pid, err := readSmall(filepath.Join(b.dir(id), "init.pid")); err == nil {
 		st.NetRxBytes, st.NetTxBytes = netDev("/proc/" + strings.TrimSpace(string(pid)) + "/net/dev")
 	}
+	b.stats.put(id, cpu, st, time.Now())
 	return st, nil
 }
 
+// cpuUsage is the raw CPU counter of sandbox id's cgroup: nanoseconds on
+// cgroup v1 (cpuacct.usage), microseconds on v2 (cpu.stat usage_usec).
+func (b *Backend) cpuUsage(id string) int64 {
+	if b.cgroupV1 {
+		return readInt(filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, id, "cpuacct.usage"))
+	}
+	return readKey(filepath.Join(cgroupRoot, b.cfg.CgroupParent, id, "cpu.stat"), "usage_usec")
+}
+
+// statsMaxAge bounds how old a sample Stats hands back for a sandbox
+// whose CPU time has not moved may be: a quota disk's usage settles when
+// btrfs commits (up to 30 s after a write), and the host may reclaim an
+// idle sandbox's page cache.
+const statsMaxAge = 30 * time.Second
+
+// statsCache holds each sandbox's last full sample and the CPU counter it
+// was taken at.
+type statsCache struct {
+	mu sync.Mutex
+	m  map[string]cachedStats
+}
+
+type cachedStats struct {
+	cpu int64
+	st  sandbox.Stats
+	at  time.Time
+}
+
+// get returns id's last sample if it was taken at CPU counter cpu less
+// than statsMaxAge before now. A counter of 0 (unreadable) never matches.
+func (c *statsCache) get(id string, cpu int64, now time.Time) (sandbox.Stats, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || cpu == 0 || e.cpu != cpu || now.Sub(e.at) >= statsMaxAge {
+		return sandbox.Stats{}, false
+	}
+	return e.st, true
+}
+
+func (c *statsCache) put(id string, cpu int64, st sandbox.Stats, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedStats{}
+	}
+	c.m[id] = cachedStats{cpu: cpu, st: st, at: now}
+}
+
+// forget drops id's sample (it was destroyed).
+func (c *statsCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+// readSmall reads a small file (a cgroup, sysfs or proc file) with plain
+// system calls: os.ReadFile also registers every file with the runtime's
+// poller, which doubled the cost of sampling thousands of sandboxes.
+func readSmall(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 512)
+	for len(buf) < 1<<20 {
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf, nil
+}
+
 func readInt(p string) int64 {
-	b, err := os.ReadFile(p)
+	b, err := readSmall(p)
 	if err != nil {
 		return 0
 	}
@@ -87,7 +184,7 @@ func readInt(p string) int64 {
 
 // readKey reads "key value" lines (cpu.stat) and returns key's value.
 func readKey(p, key string) int64 {
-	b, err := os.ReadFile(p)
+	b, err := readSmall(p)
 	if err != nil {
 		return 0
 	}
@@ -103,14 +200,12 @@ func readKey(p, key string) int64 {
 // netDev sums received and transmitted bytes over all interfaces of a
 // network namespace, loopback included (traffic inside the sandbox).
 func netDev(p string) (rx, tx int64) {
-	f, err := os.Open(p)
+	b, err := readSmall(p)
 	if err != nil {
 		return 0, 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(name) == "" {
 			continue
 		}

@@ -36,7 +36,10 @@ type daemonMode struct {
 // modeDeps are a mode's extra manager dependencies.
 type modeDeps struct {
 	network manager.Network
-	egress  *manager.Egress
+	// netClean removes network state an earlier run left when network
+	// is nil because networking could not start (nil otherwise).
+	netClean manager.NetworkCleaner
+	egress   *manager.Egress
 	// catalog resolves templates and serves /v1/templates; nil: only the
 	// backend's own templates, and /v1/templates answers 501.
 	catalog *catalog.Catalog
@@ -93,7 +96,7 @@ func runDaemon(cfg Config, m daemonMode, log *slog.Logger) error {
 		}
 	}
 	ac := agent.NewClient(b.Dial)
-	deps := manager.Deps{Store: st, Backend: b, Agent: ac, Network: extra.network, Egress: extra.egress, Log: log}
+	deps := manager.Deps{Store: st, Backend: b, Agent: ac, Network: extra.network, NetworkCleaner: extra.netClean, Egress: extra.egress, Log: log}
 	scfg := server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics, PortKey: portKey}
 	if extra.catalog != nil { // a nil *Catalog in the interface would not read as "none"
 		deps.Templates = extra.catalog

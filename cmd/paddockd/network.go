@@ -102,30 +102,49 @@ func (a *netAttacher) List(ctx context.Context) ([]string, error) { return a.nm.
 
 // startNetwork sets up the network manager and the egress proxy, whose
 // policy source eg reads st. A nil Network (configuration or failure)
-// means networking is disabled; mode off still works.
-func startNetwork(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (_ manager.Network, eg *manager.Egress, stop func(), err error) {
+// means networking is disabled; mode off still works. When networking
+// fails to start after the network manager did (the proxy's port is
+// taken), the manager is kept as clean: it removes what an earlier run
+// pinned for sandboxes this run deletes or does not adopt.
+func startNetwork(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (_ manager.Network, clean manager.NetworkCleaner, eg *manager.Egress, stop func(), err error) {
 	nc := cfg.Network
 	eg = manager.NewEgress(st, nil)
 	if nc.Disabled {
 		log.Info("networking disabled by configuration")
-		return nil, eg, func() {}, nil
+		return nil, nil, eg, func() {}, nil
 	}
-	att, eg, stop, err := startEgress(ctx, cfg, st, log)
+	att, eg, stop, nm, err := startEgress(ctx, cfg, st, log)
 	if err != nil {
 		log.Warn("networking unavailable: sandboxes get network mode off only", "err", err)
-		return nil, manager.NewEgress(st, nil), func() {}, nil
+		stop = func() {}
+		if nm != nil {
+			// With nothing pinned, the netns mount and the table go now,
+			// as when networking is off; else once the pins are gone.
+			releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
+			clean = netCleaner{nm}
+			stop = func() { releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log) }
+		}
+		return nil, clean, manager.NewEgress(st, nil), stop, nil
 	}
-	return att, eg, stop, nil
+	return att, nil, eg, stop, nil
 }
+
+// netCleaner is the network manager of a daemon whose networking could
+// not start, kept to remove earlier runs' network state.
+type netCleaner struct{ nm *network.Manager }
+
+func (c netCleaner) Detach(ctx context.Context, id string) error { return c.nm.Teardown(ctx, id) }
+
+func (c netCleaner) List(ctx context.Context) ([]string, error) { return c.nm.List(ctx) }
 
 // startEgress creates the network manager, the egress proxy and its
 // listeners.
-func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (_ *netAttacher, _ *manager.Egress, stop func(), err error) {
+func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (_ *netAttacher, _ *manager.Egress, stop func(), _ *network.Manager, err error) {
 	nc := cfg.Network
 	pool := network.DefaultPool
 	if nc.Pool != "" {
 		if pool, err = netip.ParsePrefix(nc.Pool); err != nil {
-			return nil, nil, nil, fmt.Errorf("network pool: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("network pool: %w", err)
 		}
 	}
 	if nc.ProxyPort == 0 {
@@ -136,25 +155,20 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	}
 	ca, caPEM, err := egress.NewCA(cfg.StateDir)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("egress CA: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("egress CA: %w", err)
 	}
 	blocked, _ := egress.HostPrefixes()
 	opened, err := parseAllowPrivate(nc.AllowPrivate)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	ceiling := &egress.Ceiling{Host: blocked, Pool: []netip.Prefix{pool}, Allow: opened}
 	nm, err := network.New(network.Config{StateDir: cfg.StateDir, Pool: pool, ProxyPort: nc.ProxyPort,
 		DNSPort: nc.DNSPort, Table: cfg.CgroupParent, Log: log,
 		Refuse: func(p netip.Prefix) bool { return ceiling.CheckPrefix(p) != nil }})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
-		}
-	}()
 	eg := manager.NewEgress(st, nm.SandboxByAddr)
 	ecfg := egress.Config{
 		Lookup: eg.Lookup, Secrets: eg.Secrets, CA: &ca, Blocked: blocked, Ceiling: ceiling,
@@ -166,7 +180,7 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 			for _, a := range addrs {
 				ip, err := netip.ParseAddr(a)
 				if err != nil {
-					return nil, nil, nil, fmt.Errorf("network hosts %s: %w", name, err)
+					return nil, nil, nil, nm, fmt.Errorf("network hosts %s: %w", name, err)
 				}
 				hosts[name] = append(hosts[name], ip)
 			}
@@ -181,7 +195,7 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	if nc.UpstreamCA != "" {
 		pem, err := os.ReadFile(nc.UpstreamCA)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("upstream CA: %w", err)
+			return nil, nil, nil, nm, fmt.Errorf("upstream CA: %w", err)
 		}
 		pool, _ := x509.SystemCertPool()
 		if pool == nil {
@@ -193,18 +207,18 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 	proxy := egress.New(ecfg)
 	tcp, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(int(nc.ProxyPort))))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("egress proxy: %w", err)
+		return nil, nil, nil, nm, fmt.Errorf("egress proxy: %w", err)
 	}
 	udp, err := net.ListenPacket("udp", net.JoinHostPort("0.0.0.0", strconv.Itoa(int(nc.DNSPort))))
 	if err != nil {
 		tcp.Close()
-		return nil, nil, nil, fmt.Errorf("egress DNS: %w", err)
+		return nil, nil, nil, nm, fmt.Errorf("egress DNS: %w", err)
 	}
 	dnsTCP, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(int(nc.DNSPort))))
 	if err != nil {
 		tcp.Close()
 		udp.Close()
-		return nil, nil, nil, fmt.Errorf("egress DNS: %w", err)
+		return nil, nil, nil, nm, fmt.Errorf("egress DNS: %w", err)
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	go proxy.ServeTCP(pctx, tcp)
@@ -217,7 +231,7 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 		udp.Close()
 		dnsTCP.Close()
 		releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
-	}, nil
+	}, nm, nil
 }
 
 // releaseNetnsDir unmounts <state>/netns, the shared mount point of pinned

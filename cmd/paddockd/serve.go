@@ -292,11 +292,11 @@ func run(cfg Config) error {
 		cfg.CgroupParent = container.DefaultCgroupParent(cfg.StateDir)
 	}
 	return runDaemon(cfg, daemonMode{backend: b, openTemplates: true, wire: func(ctx context.Context, st *store.Store) (modeDeps, error) {
-		netw, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
+		netw, clean, egress, stopNet, err := startNetwork(ctx, cfg, st, log)
 		if err != nil {
 			return modeDeps{}, err
 		}
-		return modeDeps{network: netw, egress: egress, catalog: cat, stop: stopNet}, nil
+		return modeDeps{network: netw, netClean: clean, egress: egress, catalog: cat, stop: stopNet}, nil
 	}}, log)
 }
 

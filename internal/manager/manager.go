@@ -106,6 +106,8 @@ type Manager struct {
 	log     *slog.Logger
 	agent   *agent.Client
 	net     Network // nil: networking disabled
+	// netClean is net, or without networking Deps.NetworkCleaner.
+	netClean NetworkCleaner
 	egress  *Egress
 	pool    *pool.Pool
 	tpl     Templates // nil: only the backend's templates
@@ -132,6 +134,9 @@ type Deps struct {
 	// Network attaches sandboxes to the host network. nil means
 	// networking is disabled: only network mode off is accepted.
 	Network Network
+	// NetworkCleaner, when Network is nil, removes network state an
+	// earlier run left (see NetworkCleaner); nil: none.
+	NetworkCleaner NetworkCleaner
 	// Egress is the egress proxy's policy source, which also keeps the
 	// policies of template build sandboxes (default: NewEgress(Store,
 	// nil), for a daemon without networking).
@@ -159,7 +164,10 @@ func New(cfg Config, d Deps) *Manager {
 	m := &Manager{cfg: cfg, store: d.Store, backend: d.Backend, log: d.Log, agent: d.Agent, net: d.Network,
 		egress: d.Egress, tpl: d.Templates, live: map[string]string{}, idLocks: map[string]*sync.Mutex{},
 		act: map[string]*activity{}, hist: newHistory(HistorySamples), cleanupSem: make(chan struct{}, cleanupWorkers(cfg)),
-		cleaning: map[string]chan struct{}{}}
+		cleaning: map[string]chan struct{}{}, netClean: d.NetworkCleaner}
+	if d.Network != nil {
+		m.netClean = d.Network
+	}
 	m.pool = pool.New(cfg.WarmPool, poolCreator{m}, d.Log)
 	return m
 }

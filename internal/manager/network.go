@@ -17,6 +17,17 @@ import (
 // substitutes secrets. It is what the manager needs of internal/network
 // and internal/egress (cmd/paddockd wires them). A nil Network means
 // networking is disabled on this daemon: only mode off is accepted.
+// NetworkCleaner removes sandboxes' network state. A Network is one; a
+// daemon whose networking could not start (its egress proxy's port was
+// taken, say) still gets one (Deps.NetworkCleaner), for the namespaces an
+// earlier run pinned: its sandboxes' deletes and its recovery remove them.
+type NetworkCleaner interface {
+	// Detach removes id's network state; it is idempotent.
+	Detach(ctx context.Context, id string) error
+	// List returns the ids that have network state on the host.
+	List(ctx context.Context) ([]string, error)
+}
+
 type Network interface {
 	// Attach prepares id's namespace with policy p before the backend
 	// creates the sandbox (mode off: a namespace holding only lo, which
@@ -147,10 +158,10 @@ func (m *Manager) setupNetwork(ctx context.Context, rec *store.Record) (*sandbox
 
 // teardownNetwork removes a sandbox's network state (idempotent).
 func (m *Manager) teardownNetwork(ctx context.Context, id string) {
-	if m.net == nil {
+	if m.netClean == nil {
 		return // networking disabled: no sandbox has network state
 	}
-	if err := m.net.Detach(ctx, id); err != nil {
+	if err := m.netClean.Detach(ctx, id); err != nil {
 		m.log.Error("network teardown", "sandbox", id, "err", err)
 	}
 }
@@ -158,10 +169,10 @@ func (m *Manager) teardownNetwork(ctx context.Context, id string) {
 // recoverNetwork removes network state of sandboxes not adopted and
 // re-applies the rules of adopted ones.
 func (m *Manager) recoverNetwork(ctx context.Context, adopted map[string]bool) {
-	if m.net == nil {
+	if m.netClean == nil {
 		return
 	}
-	ids, err := m.net.List(ctx)
+	ids, err := m.netClean.List(ctx)
 	if err != nil {
 		m.log.Error("network: list", "err", err)
 	}

@@ -108,9 +108,9 @@ type Manager struct {
 	net     Network // nil: networking disabled
 	// netClean is net, or without networking Deps.NetworkCleaner.
 	netClean NetworkCleaner
-	egress  *Egress
-	pool    *pool.Pool
-	tpl     Templates // nil: only the backend's templates
+	egress   *Egress
+	pool     *pool.Pool
+	tpl      Templates // nil: only the backend's templates
 
 	mu      sync.Mutex
 	live    map[string]string // live sandbox id → owner

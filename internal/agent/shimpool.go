@@ -218,9 +218,10 @@ func (s *Server) retireSpare(gen uint64) {
 		return
 	}
 	s.shims.spare, s.shims.retire = nil, nil
+	idle := s.shims.idle
 	s.shims.mu.Unlock()
 	sh.release() // the shim reads EOF and exits; the reaper collects it
-	s.log.Debug("spare shim retired", "idle", s.shims.idle)
+	s.log.Debug("spare shim retired", "idle", idle)
 }
 
 // setSpareIdle sets how long the spare waits unused before it is retired

@@ -15,21 +15,6 @@ import (
 // range clear of every other test's.
 const networkUnavailableUIDBase = crashUIDBase + 800*65536
 
-// mountedAt reports whether p is a mount point on the host.
-func mountedAt(t *testing.T, p string) bool {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == p {
-			return true
-		}
-	}
-	return false
-}
-
 // TestNetworkCleanupWhenUnavailable: a daemon restarted while its egress
 // proxy's port is taken runs without networking, but the network
 // namespace a sandbox got in the earlier run is still removed when that
@@ -48,8 +33,11 @@ func TestNetworkCleanupWhenUnavailable(t *testing.T) {
 	t.Cleanup(d.shutdown)
 	sb := newSandboxOn(t, d, 0, nil)
 	pin := filepath.Join(d.stateDir, "netns", sb.ID)
-	if !mountedAt(t, pin) {
-		t.Fatalf("no pinned namespace at %s with networking on; daemon log:\n%s", pin, d.logTail(2000))
+	traces := func() hostTraces {
+		return tracesOf(d.stateDir, []string{sb.ID}, networkUnavailableUIDBase, networkUnavailableUIDBase+4*65536)
+	}
+	if h := traces(); h.Netns != 1 {
+		t.Fatalf("no pinned namespace at %s with networking on (%+v); daemon log:\n%s", pin, h, d.logTail(2000))
 	}
 	// A clean stop leaves the sandbox running and its namespace pinned.
 	d.cmd.Process.Signal(syscall.SIGTERM)
@@ -69,9 +57,9 @@ func TestNetworkCleanupWhenUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for mountedAt(t, pin) || fileExists(pin) {
+	for h := traces(); !h.zero() || fileExists(pin); h = traces() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s still there (mounted %v) 30 s after the delete; daemon log:\n%s", pin, mountedAt(t, pin), d.logTail(2000))
+			t.Fatalf("%s still there (%+v) 30 s after the delete; daemon log:\n%s", pin, h, d.logTail(2000))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -17,17 +17,6 @@ import (
 // substitutes secrets. It is what the manager needs of internal/network
 // and internal/egress (cmd/paddockd wires them). A nil Network means
 // networking is disabled on this daemon: only mode off is accepted.
-// NetworkCleaner removes sandboxes' network state. A Network is one; a
-// daemon whose networking could not start (its egress proxy's port was
-// taken, say) still gets one (Deps.NetworkCleaner), for the namespaces an
-// earlier run pinned: its sandboxes' deletes and its recovery remove them.
-type NetworkCleaner interface {
-	// Detach removes id's network state; it is idempotent.
-	Detach(ctx context.Context, id string) error
-	// List returns the ids that have network state on the host.
-	List(ctx context.Context) ([]string, error)
-}
-
 type Network interface {
 	// Attach prepares id's namespace with policy p before the backend
 	// creates the sandbox (mode off: a namespace holding only lo, which
@@ -45,6 +34,15 @@ type Network interface {
 	// Check reports whether p's entries stay within the operator's
 	// ceiling (egress.Ceiling); errors say which entry and why.
 	Check(p sandbox.NetworkPolicy) error
+	// Detach and List remove and find sandboxes' network state.
+	NetworkCleaner
+}
+
+// NetworkCleaner removes sandboxes' network state. A Network is one; a
+// daemon whose networking could not start (its egress proxy's port was
+// taken, say) still gets one (Deps.NetworkCleaner), for the namespaces an
+// earlier run pinned: its sandboxes' deletes and its recovery remove them.
+type NetworkCleaner interface {
 	// Detach removes id's network state; it is idempotent.
 	Detach(ctx context.Context, id string) error
 	// List returns the ids that have network state on the host.

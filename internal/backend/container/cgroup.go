@@ -23,13 +23,14 @@ const cgroupRoot = "/sys/fs/cgroup"
 // which holds every sandbox, in every hierarchy, and a mass delete would
 // then cost the square of the sandboxes on the host.
 func cgroupDirs(parent, id string) []string {
-	var out []string
-	if isDir(filepath.Join(cgroupRoot, parent, id)) {
-		out = append(out, filepath.Join(cgroupRoot, parent, id))
-	}
+	roots := []string{cgroupRoot}
 	ents, _ := os.ReadDir(cgroupRoot)
 	for _, e := range ents {
-		if p := filepath.Join(cgroupRoot, e.Name(), parent, id); isDir(p) {
+		roots = append(roots, filepath.Join(cgroupRoot, e.Name()))
+	}
+	var out []string
+	for _, r := range roots {
+		if p := filepath.Join(r, parent, id); isDir(p) {
 			out = append(out, p)
 		}
 	}

@@ -61,40 +61,57 @@ func accrue(u *store.Usage, r *store.Record, st sandbox.Stats, now time.Time, pr
 	u.CostMicros = prices.cost(*u, r.Resources)
 }
 
-// sample updates the usage of every live sandbox in one transaction and
-// stops those that crossed their cost limit.
+// metered reports whether r accrues usage: it is running, paused, or
+// stopped with its files kept.
+func metered(r *store.Record) bool {
+	return r.State == sandbox.Running || r.State == sandbox.Paused || r.State == sandbox.Stopped && r.StoppedAt != nil
+}
+
+// usageCheckpoint is how old a sandbox's stored usage may grow while its
+// counters stand still. Running time, memory and stored disk accrue
+// linearly from the stored sample time, so a checkpoint loses nothing
+// (readers accrue up to now, and a restart accrues from the stored
+// time): an idle sandbox's record is written once per checkpoint, not
+// at every metering pass.
+const usageCheckpoint = 5 * time.Minute
+
+// sample meters every kept sandbox: each pass adds a point to its
+// history and stops those that crossed their cost limit, and the usage
+// of those whose CPU time or memory peak moved (or whose checkpoint is
+// due) is stored, in one transaction.
 func (m *Manager) sample(ctx context.Context) {
 	meter, ok := m.backend.(sandbox.Meter)
 	recs, err := m.store.All()
 	if err != nil {
 		return
 	}
-	stats := map[string]sandbox.Stats{}
-	var ids []string
-	for _, r := range recs {
-		if r.State == sandbox.Stopped && r.StoppedAt != nil {
-			ids = append(ids, r.ID) // storage accrues
-		}
-		if r.State == sandbox.Running || r.State == sandbox.Paused {
-			ids = append(ids, r.ID)
-			if ok {
-				if st, err := meter.Stats(ctx, r.ID); err == nil {
-					stats[r.ID] = st
-				}
-			}
-		}
-	}
 	now := time.Now().UTC()
 	m.hist.keep(keptIDs(recs))
-	var over []string
-	err = m.store.UpdateMany(ids, func(r *store.Record) error {
-		if !r.State.Kept() {
-			return nil
+	stats := map[string]sandbox.Stats{}
+	var ids, over []string
+	for _, r := range recs {
+		if !metered(r) {
+			continue
 		}
-		accrue(&r.Usage, r, stats[r.ID], now, m.cfg.Prices)
-		m.hist.add(r.ID, now, r.Usage, stats[r.ID])
-		if r.MaxCostMicros > 0 && r.Usage.CostMicros >= r.MaxCostMicros {
+		var st sandbox.Stats
+		if r.State != sandbox.Stopped && ok {
+			st, _ = meter.Stats(ctx, r.ID)
+		}
+		u := r.Usage
+		accrue(&u, r, st, now, m.cfg.Prices)
+		m.hist.add(r.ID, now, u, st)
+		if r.MaxCostMicros > 0 && u.CostMicros >= r.MaxCostMicros {
 			over = append(over, r.ID)
+		}
+		if u.CPUSeconds != r.Usage.CPUSeconds || u.MemoryPeakBytes != r.Usage.MemoryPeakBytes ||
+			r.Usage.SampledAt.IsZero() || now.Sub(r.Usage.SampledAt) >= usageCheckpoint {
+			ids = append(ids, r.ID)
+			stats[r.ID] = st
+		}
+	}
+	err = m.store.UpdateMany(ids, func(r *store.Record) error {
+		if r.State.Kept() {
+			accrue(&r.Usage, r, stats[r.ID], now, m.cfg.Prices)
 		}
 		return nil
 	})
@@ -145,15 +162,20 @@ func (m *Manager) Usage(ctx context.Context, owner string, from, to time.Time) (
 		return nil, err
 	}
 	out := &sandbox.Usage{Owner: owner, From: from, To: to}
+	now := time.Now().UTC()
 	for _, r := range recs {
 		if r.Owner != owner || !r.CreatedAt.Before(to) || (r.EndedAt != nil && r.EndedAt.Before(from)) {
 			continue
 		}
+		u := r.Usage
+		if metered(r) { // stored usage is a checkpoint: accrue up to now
+			accrue(&u, r, sandbox.Stats{}, now, m.cfg.Prices)
+		}
 		out.Sandboxes++
-		out.CPUSeconds += r.Usage.CPUSeconds
-		out.RunningSeconds += r.Usage.RunningSeconds
-		out.MemoryGiBSeconds += r.Usage.MemoryGiBSeconds
-		out.CostMicros += r.Usage.CostMicros
+		out.CPUSeconds += u.CPUSeconds
+		out.RunningSeconds += u.RunningSeconds
+		out.MemoryGiBSeconds += u.MemoryGiBSeconds
+		out.CostMicros += u.CostMicros
 	}
 	return out, nil
 }

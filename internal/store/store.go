@@ -108,7 +108,8 @@ type Usage struct {
 type Store struct {
 	db    *bolt.DB
 	dir   string
-	group writeGroup // group.go
+	group writeGroup   // group.go
+	cache *recordCache // cache.go
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -145,7 +146,7 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{db: db, dir: dir}, nil
+	return &Store{db: db, dir: dir, cache: newRecordCache()}, nil
 }
 
 // Close closes the database.
@@ -170,8 +171,9 @@ func (s *Store) Get(id string) (*Record, error) {
 		if v == nil {
 			return sandbox.ErrNotFound
 		}
-		r = new(Record)
-		return json.Unmarshal(v, r)
+		var err error
+		r, err = s.cache.decode([]byte(id), v)
+		return err
 	})
 	return r, err
 }
@@ -181,7 +183,7 @@ func (s *Store) Update(id string, fn func(*Record) error) (*Record, error) {
 	var r *Record
 	err := s.write(func(tx *bolt.Tx) error {
 		var err error
-		r, err = updateIn(tx.Bucket(bucketSandboxes), id, fn)
+		r, err = s.updateIn(tx.Bucket(bucketSandboxes), id, fn)
 		if err == nil && r == nil {
 			err = sandbox.ErrNotFound
 		}
@@ -195,13 +197,13 @@ func (s *Store) Update(id string, fn func(*Record) error) (*Record, error) {
 
 // updateIn applies fn to the record id in b and writes it back; it
 // returns nil, nil when there is no such record.
-func updateIn(b *bolt.Bucket, id string, fn func(*Record) error) (*Record, error) {
+func (s *Store) updateIn(b *bolt.Bucket, id string, fn func(*Record) error) (*Record, error) {
 	v := b.Get([]byte(id))
 	if v == nil {
 		return nil, nil
 	}
-	r := new(Record)
-	if err := json.Unmarshal(v, r); err != nil {
+	r, err := s.cache.decode([]byte(id), v)
+	if err != nil {
 		return nil, err
 	}
 	if err := fn(r); err != nil {
@@ -220,7 +222,7 @@ func (s *Store) UpdateMany(ids []string, fn func(*Record) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
 		for _, id := range ids {
-			if _, err := updateIn(b, id, fn); err != nil {
+			if _, err := s.updateIn(b, id, fn); err != nil {
 				return err
 			}
 		}
@@ -230,6 +232,7 @@ func (s *Store) UpdateMany(ids []string, fn func(*Record) error) error {
 
 // Delete removes the record with id; a missing record is not an error.
 func (s *Store) Delete(id string) error {
+	s.cache.forget(id)
 	return s.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSandboxes).Delete([]byte(id))
 	})
@@ -238,16 +241,21 @@ func (s *Store) Delete(id string) error {
 // All returns every record, oldest first (then by id).
 func (s *Store) All() ([]*Record, error) {
 	var out []*Record
+	ids := map[string]struct{}{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
-			r := new(Record)
-			if err := json.Unmarshal(v, r); err != nil {
+			r, err := s.cache.decode(k, v)
+			if err != nil {
 				return fmt.Errorf("record %s: %w", k, err)
 			}
 			out = append(out, r)
+			ids[string(k)] = struct{}{}
 			return nil
 		})
 	})
+	if err == nil {
+		s.cache.keepOnly(ids)
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.Before(out[j].CreatedAt)

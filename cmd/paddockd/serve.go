@@ -156,6 +156,13 @@ func serve(args []string) error {
 	}
 	cfg.Listen = pick("listen", *listen, cfg.Listen)
 	cfg.StateDir = pick("state-dir", *stateDir, cfg.StateDir)
+	// Sandboxes' mounts, the template store and the cgroup name need an
+	// absolute path; a relative one is taken from the working directory.
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
+	cfg.StateDir = abs
 	cfg.Runtime = pick("runtime", *runtime, cfg.Runtime)
 	cfg.AgentBinary = pick("agent-binary", *agentBin, cfg.AgentBinary)
 	cfg.LogLevel = pick("log-level", *logLevel, cfg.LogLevel)

@@ -117,6 +117,9 @@ type Manager struct {
 	idLocks map[string]*sync.Mutex
 	act     map[string]*activity // live sandbox id → its recent use (idle.go)
 	hist    *history             // metrics over time (history.go)
+	// meterReads is what metering last read (metering_quiet.go); the
+	// reaper's goroutine alone uses it.
+	meterReads meterReads
 
 	cleanups   sync.WaitGroup // deferred cleanups of deleted sandboxes (delete.go)
 	cleanupSem chan struct{}

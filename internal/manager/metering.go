@@ -80,23 +80,20 @@ const usageCheckpoint = 5 * time.Minute
 // of those whose CPU time or memory peak moved (or whose checkpoint is
 // due) is stored, in one transaction.
 func (m *Manager) sample(ctx context.Context) {
-	meter, ok := m.backend.(sandbox.Meter)
 	recs, err := m.store.All()
 	if err != nil {
 		return
 	}
 	now := time.Now().UTC()
 	m.hist.keep(keptIDs(recs))
+	read := m.meterPass(ctx, recs, now) // metering_quiet.go
 	stats := map[string]sandbox.Stats{}
 	var ids, over []string
 	for _, r := range recs {
 		if !metered(r) {
 			continue
 		}
-		var st sandbox.Stats
-		if r.State != sandbox.Stopped && ok {
-			st, _ = meter.Stats(ctx, r.ID)
-		}
+		st := read[r.ID]
 		u := r.Usage
 		accrue(&u, r, st, now, m.cfg.Prices)
 		m.hist.add(r.ID, now, u, st)

@@ -167,3 +167,12 @@ type Stats struct {
 type Meter interface {
 	Stats(ctx context.Context, id string) (Stats, error)
 }
+
+// MeterTotal is implemented by meters that read the CPU time of all
+// their sandboxes together in one read (their parent cgroup's counter,
+// which keeps what ended sandboxes used). Metering then reads a quiet
+// sandbox only when the total moved more than the sandboxes it read
+// account for.
+type MeterTotal interface {
+	TotalCPUSeconds(ctx context.Context) (float64, error)
+}

@@ -221,6 +221,22 @@ func testStats(t *testing.T, h Harness, b sandbox.Backend) {
 	if st.PIDs < 1 || st.MemoryBytes <= 0 || st.CPUSeconds < 0 {
 		t.Errorf("Stats of a running sandbox = %+v, want pids ≥ 1, memory > 0, cpu ≥ 0", st)
 	}
+	// A total, if the backend keeps one, counts what the sandbox runs.
+	mt, ok := b.(sandbox.MeterTotal)
+	if !ok {
+		return
+	}
+	total0, err := mt.TotalCPUSeconds(ctx(t))
+	if err != nil || total0 < st.CPUSeconds {
+		t.Fatalf("TotalCPUSeconds = %v, %v; want at least the sandbox's %v", total0, err, st.CPUSeconds)
+	}
+	st, _ = b.(sandbox.Meter).Stats(ctx(t), id) // read after total0: the total moves at least as much
+	execIn(t, b, id, "sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	st2, _ := b.(sandbox.Meter).Stats(ctx(t), id)
+	total1, err := mt.TotalCPUSeconds(ctx(t))
+	if used := st2.CPUSeconds - st.CPUSeconds; err != nil || used < 0.01 || total1-total0 < used {
+		t.Errorf("a busy loop used %.3fs of CPU in the sandbox and the total moved %.3fs (%v); want the total to count it", used, total1-total0, err)
+	}
 }
 
 func testUpdate(t *testing.T, h Harness, b sandbox.Backend) {

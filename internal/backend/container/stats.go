@@ -97,6 +97,23 @@ func (b *Backend) cpuUsage(id string) int64 {
 	return readKey(filepath.Join(cgroupRoot, b.cfg.CgroupParent, id, "cpu.stat"), "usage_usec")
 }
 
+// TotalCPUSeconds implements sandbox.MeterTotal: the CPU time of every
+// sandbox under the daemon's cgroup parent, including ended ones.
+func (b *Backend) TotalCPUSeconds(ctx context.Context) (float64, error) {
+	path := filepath.Join(cgroupRoot, b.cfg.CgroupParent, "cpu.stat")
+	n, unit := int64(0), 1e6
+	if b.cgroupV1 {
+		path = filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, "cpuacct.usage")
+		n, unit = readInt(path), 1e9
+	} else {
+		n = readKey(path, "usage_usec")
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("read %s: no CPU counter", path)
+	}
+	return float64(n) / unit, nil
+}
+
 // statsMaxAge bounds how old a sample Stats hands back for a sandbox
 // whose CPU time has not moved may be: a quota disk's usage settles when
 // btrfs commits (up to 30 s after a write), and the host may reclaim an

@@ -70,6 +70,16 @@ func BenchmarkScaleIdle(b *testing.B) {
 	avail1 := memAvailableKiB()
 	fmt.Printf("scale: host limits after %v idle: %s\n", idleSettle, hostLimits(d.cmd.Process.Pid))
 	fmt.Printf("scale: host MemAvailable −%.2f MiB per idle sandbox at %d\n", float64(avail0-avail1)/1024/float64(max(len(sbs), 1)), len(sbs))
+	if len(sbs) > 0 {
+		sbCPU := parentCPU(sbs[0].ID)
+		s0 := sbCPU()
+		daemonCPU := cpuOverAll([]*daemon{d}, time.Minute)[0]
+		sandboxesCPU := (sbCPU() - s0) / time.Minute.Seconds() * 100
+		fmt.Printf("scale: %d idle over 1 min: the daemon used %.2f%% of a core (%.3f%% per 100 idle), the sandboxes together %.2f%% (%.1f µs per sandbox per second)\n",
+			len(sbs), daemonCPU, daemonCPU/float64(len(sbs))*100, sandboxesCPU, sandboxesCPU/100/float64(len(sbs))*1e6)
+		b.ReportMetric(daemonCPU, "daemon-cpu%-idle")
+		b.ReportMetric(sandboxesCPU, "sandboxes-cpu%-idle")
+	}
 	other, err := d.client(1).Create(ctx, nil)
 	if err != nil {
 		b.Fatalf("the other tenant's create: %v", err)
@@ -200,4 +210,31 @@ func logErrors(log string, k int) string {
 	}
 	slices.Reverse(out)
 	return strings.Join(out, "\n")
+}
+
+// parentCPU returns a reader of the CPU seconds used by every sandbox
+// under the cgroup parent of sandbox id (0 when it cannot be found).
+func parentCPU(id string) func() float64 {
+	if m, _ := filepath.Glob("/sys/fs/cgroup/cpuacct/*/" + id); len(m) > 0 {
+		f := filepath.Join(filepath.Dir(m[0]), "cpuacct.usage")
+		return func() float64 {
+			b, _ := os.ReadFile(f)
+			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return float64(n) / 1e9
+		}
+	}
+	if m, _ := filepath.Glob("/sys/fs/cgroup/*/" + id); len(m) > 0 {
+		f := filepath.Join(filepath.Dir(m[0]), "cpu.stat")
+		return func() float64 {
+			b, _ := os.ReadFile(f)
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					return float64(n) / 1e6
+				}
+			}
+			return 0
+		}
+	}
+	return func() float64 { return 0 }
 }

@@ -44,7 +44,9 @@ func BenchmarkIdle(b *testing.B) {
 			b.Fatalf("%s: created %d of %d: %v", names[j], len(sbs[j]), *idleN, err)
 		}
 	}
-	time.Sleep(5 * time.Second) // let the agents settle
+	// Idle means settled: past the spares' idle time, and past the
+	// metering passes that find the sandboxes quiet.
+	time.Sleep(idleSettle)
 	cpuN := cpuOverAll(ds, *idleWindow)
 	// The daemons delete at the same time, so that neither deletes on a
 	// quieter host than the other.

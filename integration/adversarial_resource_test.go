@@ -3,8 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,17 +16,8 @@ import (
 // on the host (cgroup v1 cpuacct or v2 cpu.stat); -1 if not found.
 func advCPUUsageNS(id string) int64 {
 	for _, dir := range cgroupDirsOf(id) {
-		if b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage")); err == nil {
-			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if n := cgroupCPUNS(dir); n >= 0 {
 			return n
-		}
-		if b, err := os.ReadFile(filepath.Join(dir, "cpu.stat")); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
-					n, _ := strconv.ParseInt(f[1], 10, 64)
-					return n * 1000
-				}
-			}
 		}
 	}
 	return -1

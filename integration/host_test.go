@@ -19,6 +19,25 @@ func cgroupDirsOf(id string) []string {
 	return out
 }
 
+// cgroupCPUNS is the CPU time in nanoseconds of the cgroup at dir and its
+// descendants (cgroup v1 cpuacct.usage or v2 cpu.stat), or -1 if dir has
+// neither.
+func cgroupCPUNS(dir string) int64 {
+	if b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage")); err == nil {
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cpu.stat")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n * 1000
+			}
+		}
+	}
+	return -1
+}
+
 // hostTraces counts what sandboxes of a state directory hold on the host:
 // cgroups, mounts under the state dir (Netns of them the pinned network
 // namespaces under <state>/netns/, which a sandbox with a network keeps

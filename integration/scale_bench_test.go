@@ -215,25 +215,9 @@ func logErrors(log string, k int) string {
 // parentCPU returns a reader of the CPU seconds used by every sandbox
 // under the cgroup parent of sandbox id (0 when it cannot be found).
 func parentCPU(id string) func() float64 {
-	if m, _ := filepath.Glob("/sys/fs/cgroup/cpuacct/*/" + id); len(m) > 0 {
-		f := filepath.Join(filepath.Dir(m[0]), "cpuacct.usage")
-		return func() float64 {
-			b, _ := os.ReadFile(f)
-			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-			return float64(n) / 1e9
-		}
-	}
-	if m, _ := filepath.Glob("/sys/fs/cgroup/*/" + id); len(m) > 0 {
-		f := filepath.Join(filepath.Dir(m[0]), "cpu.stat")
-		return func() float64 {
-			b, _ := os.ReadFile(f)
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-					n, _ := strconv.ParseInt(v, 10, 64)
-					return float64(n) / 1e6
-				}
-			}
-			return 0
+	for _, dir := range cgroupDirsOf(id) {
+		if parent := filepath.Dir(dir); cgroupCPUNS(parent) >= 0 {
+			return func() float64 { return float64(max(cgroupCPUNS(parent), 0)) / 1e9 }
 		}
 	}
 	return func() float64 { return 0 }

@@ -155,7 +155,14 @@ func (tm *testManager) waitState(id string, state sandbox.State) *store.Record {
 // eventually polls cond until it holds, within a generous deadline.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(time.Minute)
+	within(t, time.Minute, what, cond)
+}
+
+// within polls cond until it holds, failing the test after d (for
+// conditions that must hold before some later event would make them).
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(end) {
 			t.Fatalf("timed out: %s", what)

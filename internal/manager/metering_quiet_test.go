@@ -63,18 +63,11 @@ func TestMeteringQuiet(t *testing.T) {
 		tm.backend.Host().SetStats(id, sandbox.Stats{CPUSeconds: 1})
 	}
 	tm.runReaper()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("after 10 s: %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	// Each wait (wait) is well under quietRead (1 min), after which
+	// metering reads a quiet sandbox anyway.
+	const wait = 10 * time.Second
 	// Read twice with the same counter: quiet.
-	waitFor("both sandboxes read twice", func() bool { return tb.readsOf(a.ID) >= 2 && tb.readsOf(b.ID) >= 2 })
+	within(t, wait, "both sandboxes read twice", func() bool { return tb.readsOf(a.ID) >= 2 && tb.readsOf(b.ID) >= 2 })
 	time.Sleep(50 * time.Millisecond)
 	ra, rb := tb.readsOf(a.ID), tb.readsOf(b.ID)
 	h0, _ := tm.m.MetricsHistory(context.Background(), "alice", a.ID)
@@ -88,12 +81,12 @@ func TestMeteringQuiet(t *testing.T) {
 	// A call on a makes it read again; b stays quiet.
 	ra, rb = tb.readsOf(a.ID), tb.readsOf(b.ID)
 	tm.m.Active("alice", a.ID)()
-	waitFor("a read after a call on it", func() bool { return tb.readsOf(a.ID) > ra })
+	within(t, wait, "a read after a call on it", func() bool { return tb.readsOf(a.ID) > ra })
 	if tb.readsOf(b.ID) != rb {
 		t.Fatal("a call on one sandbox made metering read another")
 	}
 	// b's counter moves without any call (a background process): the
 	// total shows it, and its usage is stored.
 	tm.backend.Host().SetStats(b.ID, sandbox.Stats{CPUSeconds: 3})
-	waitFor("b's new CPU time stored", func() bool { return tm.record(b.ID).Usage.CPUSeconds == 3 })
+	within(t, wait, "b's new CPU time stored", func() bool { return tm.record(b.ID).Usage.CPUSeconds == 3 })
 }

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,16 +20,10 @@ func TestMeteringCheckpoint(t *testing.T) {
 	tm.runReaper()
 	waitUsage := func(cpu float64) time.Time {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if u := tm.record(rec.ID).Usage; u.CPUSeconds == cpu {
-				return u.SampledAt
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("stored CPU time %v after 10 s, want %v", tm.record(rec.ID).Usage.CPUSeconds, cpu)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		within(t, 10*time.Second, fmt.Sprintf("stored CPU time %v", cpu), func() bool {
+			return tm.record(rec.ID).Usage.CPUSeconds == cpu
+		})
+		return tm.record(rec.ID).Usage.SampledAt
 	}
 	at := waitUsage(1)
 	h0, _ := tm.m.MetricsHistory(ctx, "alice", rec.ID)

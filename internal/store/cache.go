@@ -71,13 +71,20 @@ func (c *recordCache) forget(id string) {
 	c.mu.Unlock()
 }
 
-// keepOnly drops the entries of records no longer stored (those deleted
-// by a transaction that failed after forget, or never read since).
-func (c *recordCache) keepOnly(ids map[string]struct{}) {
+// keepOnly drops the entries of records not in recs, every stored
+// record (those deleted by a transaction that failed after forget, or
+// never read since). Records are stored under their ids, so an entry is
+// stale only when the cache holds more entries than there are records:
+// the set of ids is built only then.
+func (c *recordCache) keepOnly(recs []*Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) <= len(ids) {
+	if len(c.m) <= len(recs) {
 		return
+	}
+	ids := make(map[string]struct{}, len(recs))
+	for _, r := range recs {
+		ids[r.ID] = struct{}{}
 	}
 	for id := range c.m {
 		if _, ok := ids[id]; !ok {

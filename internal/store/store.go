@@ -241,7 +241,6 @@ func (s *Store) Delete(id string) error {
 // All returns every record, oldest first (then by id).
 func (s *Store) All() ([]*Record, error) {
 	var out []*Record
-	ids := map[string]struct{}{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
 			r, err := s.cache.decode(k, v)
@@ -249,12 +248,11 @@ func (s *Store) All() ([]*Record, error) {
 				return fmt.Errorf("record %s: %w", k, err)
 			}
 			out = append(out, r)
-			ids[string(k)] = struct{}{}
 			return nil
 		})
 	})
 	if err == nil {
-		s.cache.keepOnly(ids)
+		s.cache.keepOnly(out)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {

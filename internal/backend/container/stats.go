@@ -65,15 +65,14 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("%w: sandbox %s", sandbox.ErrNotFound, id)
 	}
+	st.CPUSeconds = b.cpuSeconds(cpu)
 	if b.cgroupV1 {
-		st.CPUSeconds = float64(cpu) / 1e9
 		mem := filepath.Join(cgroupRoot, "memory", b.cfg.CgroupParent, id)
 		st.MemoryBytes = readInt(filepath.Join(mem, "memory.usage_in_bytes"))
 		st.MemoryPeakBytes = readInt(filepath.Join(mem, "memory.max_usage_in_bytes"))
 		st.PIDs = readInt(filepath.Join(cgroupRoot, "pids", b.cfg.CgroupParent, id, "pids.current"))
 	} else {
 		dir := filepath.Join(cgroupRoot, b.cfg.CgroupParent, id)
-		st.CPUSeconds = float64(cpu) / 1e6
 		st.MemoryBytes = readInt(filepath.Join(dir, "memory.current"))
 		st.MemoryPeakBytes = readInt(filepath.Join(dir, "memory.peak"))
 		st.PIDs = readInt(filepath.Join(dir, "pids.current"))
@@ -88,30 +87,37 @@ func (b *Backend) Stats(ctx context.Context, id string) (sandbox.Stats, error) {
 	return st, nil
 }
 
-// cpuUsage is the raw CPU counter of sandbox id's cgroup: nanoseconds on
-// cgroup v1 (cpuacct.usage), microseconds on v2 (cpu.stat usage_usec).
+// cpuUsage is the raw CPU counter of sandbox id's cgroup (see cpuCounter).
 func (b *Backend) cpuUsage(id string) int64 {
+	return b.cpuCounter(filepath.Join(b.cfg.CgroupParent, id))
+}
+
+// cpuCounter is the raw CPU counter of the cgroup at rel (relative to the
+// hierarchies' roots), which counts its descendants too: nanoseconds on
+// cgroup v1 (cpuacct.usage), microseconds on v2 (cpu.stat usage_usec).
+func (b *Backend) cpuCounter(rel string) int64 {
 	if b.cgroupV1 {
-		return readInt(filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, id, "cpuacct.usage"))
+		return readInt(filepath.Join(cgroupRoot, "cpuacct", rel, "cpuacct.usage"))
 	}
-	return readKey(filepath.Join(cgroupRoot, b.cfg.CgroupParent, id, "cpu.stat"), "usage_usec")
+	return readKey(filepath.Join(cgroupRoot, rel, "cpu.stat"), "usage_usec")
+}
+
+// cpuSeconds converts a raw CPU counter to seconds.
+func (b *Backend) cpuSeconds(n int64) float64 {
+	if b.cgroupV1 {
+		return float64(n) / 1e9
+	}
+	return float64(n) / 1e6
 }
 
 // TotalCPUSeconds implements sandbox.MeterTotal: the CPU time of every
 // sandbox under the daemon's cgroup parent, including ended ones.
 func (b *Backend) TotalCPUSeconds(ctx context.Context) (float64, error) {
-	path := filepath.Join(cgroupRoot, b.cfg.CgroupParent, "cpu.stat")
-	n, unit := int64(0), 1e6
-	if b.cgroupV1 {
-		path = filepath.Join(cgroupRoot, "cpuacct", b.cfg.CgroupParent, "cpuacct.usage")
-		n, unit = readInt(path), 1e9
-	} else {
-		n = readKey(path, "usage_usec")
-	}
+	n := b.cpuCounter(b.cfg.CgroupParent)
 	if n <= 0 {
-		return 0, fmt.Errorf("read %s: no CPU counter", path)
+		return 0, fmt.Errorf("no CPU counter for cgroup %s", b.cfg.CgroupParent)
 	}
-	return float64(n) / unit, nil
+	return b.cpuSeconds(n), nil
 }
 
 // statsMaxAge bounds how old a sample Stats hands back for a sandbox

@@ -10,13 +10,14 @@ LDFLAGS := -X main.version=$(VERSION)
 
 all: build
 
-## build: the daemon, the CLI, the static guest agent and the pinned runc,
+## build: the daemon, the CLI, the static guest agent and its command shim, the pinned runc,
 ## and paddock-fakemodel, the fake model API the SDK tests use (a test tool, not shipped)
 build: console
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddockd ./cmd/paddockd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock ./cmd/paddock
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-gateway ./cmd/paddock-gateway
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-agent ./cmd/paddock-agent
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-shim ./cmd/paddock-shim
 	$(GO) build -tags seccomp -o $(BIN)/runc github.com/opencontainers/runc
 	$(GO) build -o $(BIN)/paddock-fakemodel ./internal/fakemodel/cmd/paddock-fakemodel
 

@@ -374,16 +374,18 @@ func advAgentBinaries(t *testing.T) map[string]string {
 	requireDaemon(t)
 	t.Helper()
 	sums := map[string]string{}
-	for _, b := range []string{"paddock-agent", "runc", "paddockd"} {
+	for _, b := range []string{"paddock-agent", "paddock-shim", "runc", "paddockd"} {
 		p := filepath.Join(*binDir, b)
 		sums[p] = advSHA256(p)
 	}
-	tpl, _ := filepath.Glob(filepath.Join(shared.stateDir, "templates", "*", "rootfs", ".paddock", "paddock-agent"))
-	if len(tpl) == 0 {
-		t.Fatalf("no template agent copy under %s", shared.stateDir)
-	}
-	for _, p := range tpl {
-		sums[p] = advSHA256(p)
+	for _, b := range []string{"paddock-agent", "paddock-shim"} {
+		tpl, _ := filepath.Glob(filepath.Join(shared.stateDir, "templates", "*", "rootfs", ".paddock", b))
+		if len(tpl) == 0 {
+			t.Fatalf("no template copy of %s under %s", b, shared.stateDir)
+		}
+		for _, p := range tpl {
+			sums[p] = advSHA256(p)
+		}
 	}
 	if path, err := advLookBin("crun"); err == nil {
 		sums[path] = advSHA256(path)
@@ -403,16 +405,16 @@ func advLookBin(name string) (string, error) {
 
 // TestAdversarialProcExe tries to overwrite the binaries that run the
 // sandbox (CVE-2019-5736 pattern): /proc/self/exe, /proc/1/exe, the shim's
-// /proc/<pid>/exe (the agent binary), the agent file itself, an O_PATH
-// handle reopened for writing, and renaming the agent's directory away.
+// /proc/<pid>/exe (paddock-shim), the agent and shim files themselves, an
+// O_PATH handle reopened for writing, and renaming their directory away.
 func TestAdversarialProcExe(t *testing.T) {
 	before := advAgentBinaries(t)
 	payload := advMarker("PADDOCK-PWNED")
 	script := `P=` + payload + `
 printf '#!/bin/sh\necho %s\n' "$P" > /tmp/payload; chmod +x /tmp/payload
-SHIM=$PPID   # the paddock-shim running this command: the agent binary, dumpable
+SHIM=$PPID   # the paddock-shim running this command
 try() { if ( "$@" ) >/dev/null 2>&1; then echo "ALLOWED: $*"; fi; }
-for p in /proc/self/exe /proc/1/exe /proc/$$/exe /proc/$SHIM/exe /.paddock/paddock-agent; do
+for p in /proc/self/exe /proc/1/exe /proc/$$/exe /proc/$SHIM/exe /.paddock/paddock-agent /.paddock/paddock-shim; do
   try sh -c "echo $P >> $p"
   try cp /tmp/payload $p
   try dd if=/tmp/payload of=$p conv=notrunc
@@ -466,16 +468,18 @@ echo done`
 			t.Logf("%s changed without the payload (a concurrent `make build`?)", p)
 		}
 	}
-	// A new sandbox still gets the genuine agent from the template.
+	// A new sandbox still gets the genuine agent and shim from the template.
 	fresh := newSandbox(t, nil)
-	tplSum := ""
-	for p, s := range after {
-		if strings.HasPrefix(p, shared.stateDir) {
-			tplSum = s
+	for _, b := range []string{"paddock-agent", "paddock-shim"} {
+		want := ""
+		for p, s := range after {
+			if strings.HasPrefix(p, shared.stateDir) && filepath.Base(p) == b {
+				want = s
+			}
 		}
-	}
-	if r := advExec(t, fresh, "sha256sum /.paddock/paddock-agent", 10); !strings.HasPrefix(r.Stdout, tplSum) {
-		t.Errorf("new sandbox's agent: %q, template %s", r.Stdout, tplSum)
+		if r := advExec(t, fresh, "sha256sum /.paddock/"+b, 10); want == "" || !strings.HasPrefix(r.Stdout, want) {
+			t.Errorf("new sandbox's %s: %q, template %s", b, r.Stdout, want)
+		}
 	}
 	t.Logf("hashed %d host binaries before and after; sandbox output:\n%s; worst other-tenant latency %v", len(before), res.Stdout, worst)
 }

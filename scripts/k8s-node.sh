@@ -88,11 +88,11 @@ proxy_rules() {
 images() {  # paddock-agent:dev (the pod backend's init container) and paddock:dev (the DaemonSet/gateway)
   local w; w=$(mktemp -d)
   mkdir -p "$w/agent" "$w/p/bin" "$w/p/usr/local/bin" "$w/p/tmp" "$w/p/etc"
-  cp "$BIN_DIR/paddock-agent" "$w/agent/paddock-agent"
+  cp "$BIN_DIR/paddock-agent" "$BIN_DIR/paddock-shim" "$w/agent/"   # install copies the shim from next to the agent
   "$HERE/k8s-node/images/mkimage.sh" "$w/agent" localhost/paddock-agent:dev "$LAB/images/agent.tar" /paddock-agent >/dev/null
   # deploy/kubernetes runs /usr/local/bin/paddockd and /usr/local/bin/paddock-gateway; paddockd finds
-  # paddock-agent and runc next to itself
-  for b in paddockd paddock-gateway paddock-agent runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
+  # paddock-agent, paddock-shim and runc next to itself
+  for b in paddockd paddock-gateway paddock-agent paddock-shim runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
   cp "$(command -v mkfs.ext4)" "$w/p/bin/"
   cp "$(command -v mkfs.btrfs)" "$w/p/bin/"   # the default disk mode's disk pool (--disk-mode=quota)
   cp "$(command -v busybox)" "$w/p/bin/busybox"
@@ -118,7 +118,7 @@ up() {
   for b in etcd kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager kube-proxy containerd containerd-shim-runc-v2 ctr; do
     [ -x "$BIN/$b" ] || { echo "$BIN/$b missing: make k8s-node-bin" >&2; exit 1; }
   done
-  for b in paddockd paddock-gateway paddock-agent runc; do
+  for b in paddockd paddock-gateway paddock-agent paddock-shim runc; do
     [ -x "$BIN_DIR/$b" ] || { echo "$BIN_DIR/$b missing: make build" >&2; exit 1; }
   done
   [ -x /usr/lib/cni/bridge ] || { echo "no /usr/lib/cni/bridge: apt-get install containernetworking-plugins" >&2; exit 1; }

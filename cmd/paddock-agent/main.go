@@ -13,10 +13,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/shim"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,11 +36,14 @@ first send the per-sandbox token (64 characters): read from --token-file
 from $PADDOCK_AGENT_TOKEN, which the agent removes from its environment
 before any command runs.
 
-shim is internal: the agent starts every command under it (it keeps one
-started ahead, waiting for its command on the control socket).
+shim is internal: the agent starts every command under a shim (it keeps
+one started ahead, waiting for its command on the control socket). The
+shim is paddock-shim next to this binary when there is one, else this
+binary with the shim subcommand.
 
-install copies this binary to DEST (mode 0755): the pod backend's init
-container puts the agent into a volume of the sandbox container.
+install copies this binary to DEST (mode 0755), and paddock-shim from next
+to this binary (if there) next to DEST (mode 0755): the pod backend's init container
+puts the agent into a volume of the sandbox container.
 
 Run "paddock-agent serve --help" for the serve flags.
 `
@@ -56,7 +61,7 @@ func run(args []string) int {
 	case "serve":
 		return serve(args[1:])
 	case "shim":
-		return agent.RunShim(args[1:])
+		return shim.Run(args[1:])
 	case "install":
 		return install(args[1:])
 	case "help", "-h", "-help", "--help":
@@ -76,7 +81,7 @@ func serve(args []string) int {
 	tokenFile := fs.String("token-file", "", "with --listen-tcp: read the connection token from this `file` (64 hex characters; default $PADDOCK_AGENT_TOKEN)")
 	workdir := fs.String("workdir", agent.DefaultWorkdir, "default cwd and base of relative paths")
 	nproc := fs.Int("nproc", 0, "RLIMIT_NPROC of commands, below the sandbox's pids limit (0 = inherit)")
-	shim := fs.String("shim", "", "binary to run as the command shim (default: this binary via /proc/self/exe)")
+	shim := fs.String("shim", "", "binary to run as the command shim (default: paddock-shim next to this binary, else this binary via /proc/self/exe)")
 	maxFile := fs.Int64("max-file-bytes", agent.DefaultMaxFileBytes, "largest file upload or download")
 	maxStdin := fs.Int64("max-stdin-bytes", agent.DefaultMaxStdinBytes, "largest stdin in one request")
 	spareIdle := fs.Duration("spare-idle", 0, "retire the spare shim after this long without an exec (0 = keep it; the next exec after a retirement starts its own shim)")
@@ -113,10 +118,15 @@ func serve(args []string) int {
 	}
 	ctx, stop := stopSignals(log)
 	defer stop()
+	var shimFile *os.File
+	if *shim == "" {
+		shimFile = findShim()
+	}
 	srv := agent.NewServer(agent.Config{
 		Workdir:       *workdir,
 		NProc:         *nproc,
 		ShimPath:      *shim,
+		ShimFile:      shimFile,
 		Reaper:        os.Getpid() == 1,
 		MaxFileBytes:  *maxFile,
 		MaxStdinBytes: *maxStdin,
@@ -239,33 +249,50 @@ func listener(fd int, path string) (net.Listener, error) {
 	return nil, errors.New("one of --listen-fd and --listen is required")
 }
 
-// install copies the running binary to the one path in args.
+// install copies the running binary to the one path in args, and
+// paddock-shim from next to it (when there) next to that path.
 func install(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
-	src, err := os.Open("/proc/self/exe")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "paddock-agent install: %v\n", err)
-		return 1
-	}
-	defer src.Close()
-	tmp := args[0] + ".tmp"
-	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_EXCL, 0o755)
-	if err == nil {
-		_, err = io.Copy(dst, src)
-		if cerr := dst.Close(); err == nil {
-			err = cerr
+	err := installFile("/proc/self/exe", args[0], 0o755)
+	if self, serr := os.Executable(); err == nil && serr == nil {
+		src := filepath.Join(filepath.Dir(self), shimName)
+		if _, serr := os.Stat(src); serr == nil {
+			err = installFile(src, filepath.Join(filepath.Dir(args[0]), shimName), 0o755)
 		}
 	}
-	if err == nil {
-		err = os.Rename(tmp, args[0])
-	}
 	if err != nil {
-		os.Remove(tmp)
 		fmt.Fprintf(os.Stderr, "paddock-agent install: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// installFile copies src to dst (with mode) through a temporary file.
+func installFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_EXCL, 0o600)
+	if err == nil {
+		_, err = io.Copy(out, in)
+		if err == nil {
+			err = out.Chmod(mode) // not through the umask
+		}
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/shim"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "shim":
-			os.Exit(agent.RunShim(os.Args[2:]))
+			os.Exit(shim.Run(os.Args[2:]))
 		case "serve-test":
 			os.Exit(serveTest(os.Args[2], os.Args[3]))
 		}

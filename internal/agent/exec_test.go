@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
+	"golang.org/x/sys/unix"
 )
 
 func TestExec(t *testing.T) {
@@ -310,4 +311,59 @@ func TestExecConcurrentNoLeaks(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("%d file descriptors before, %d after", before, after)
+}
+
+// TestExecShimFile runs commands under a shim given as an open file
+// (Config.ShimFile, as paddock-agent does with paddock-shim): the shim is
+// run through its descriptor, and neither the shim nor the command keeps
+// that descriptor.
+func TestExecShimFile(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary serves as the shim (TestMain), opened as
+	// paddock-agent opens paddock-shim: O_PATH, which needs no read.
+	fd, err := unix.Open(exe, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), exe)
+	defer f.Close()
+	h := newHarness(t, agent.Config{ShimPath: "/nonexistent", ShimFile: f})
+	// Both lists hold what the test process itself leaks to its children
+	// (descriptors without close-on-exec); the shim binary must be in
+	// neither.
+	script := `for fd in /proc/$$/fd/* /proc/$PPID/fd/*; do readlink "$fd"; done`
+	for i := range 3 { // the spare, then shims started after it
+		res := h.exec(api.ExecRequest{Command: script})
+		if deref(res.ExitCode) != 0 || !strings.Contains(res.Stdout, "/dev/null") {
+			t.Fatalf("exec %d: %+v", i, res)
+		}
+		for _, l := range strings.Split(res.Stdout, "\n") {
+			if l == exe {
+				t.Errorf("exec %d: a descriptor of the shim binary reached the command or stayed in the shim:\n%s", i, res.Stdout)
+			}
+		}
+	}
+}
+
+// TestExecShimFileFallback: a shim file that cannot be run (here: not an
+// executable) makes the agent fall back to ShimPath, and execs still work.
+func TestExecShimFileFallback(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "paddock-shim")
+	if err := os.WriteFile(p, []byte("not a program"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := newHarness(t, agent.Config{ShimFile: f}) // ShimPath: this test binary
+	for i := range 3 {
+		if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {
+			t.Fatalf("exec %d: %+v", i, res)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/shim"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ type ptyProc struct {
 	shimPid   int
 	master    *os.File
 	done      chan struct{} // closed once status is set
-	status    shimStatus
+	status    shim.Status
 
 	mu       sync.Mutex
 	cols     int
@@ -153,10 +154,10 @@ func (s *Server) launchPTY(id string, spec *execSpec, cols, rows int) (*ptyProc,
 	p := &ptyProc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: shimPid, master: master,
 		done: make(chan struct{}), cols: cols, rows: rows}
 	go func() {
-		var st shimStatus
+		var st shim.Status
 		if err := dec.Decode(&st); err != nil || (st.ExitCode == nil && st.Signal == "") {
 			_ = unix.Kill(-p.pid, unix.SIGKILL)
-			st = shimStatus{Signal: signalName(unix.SIGKILL)}
+			st = shim.Status{Signal: shim.SignalName(unix.SIGKILL)}
 		}
 		statusR.Close()
 		p.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-sandbox/paddock/api"
+	"github.com/paddock-sandbox/paddock/internal/shim"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +121,7 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 // waitProc waits for the shim's report, collects the output that follows
 // (drainOutput), and records the result.
 func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit <-chan exitStatus, eof <-chan struct{}) {
-	var st shimStatus
+	var st shim.Status
 	err := dec.Decode(&st)
 	ended := time.Now()
 	statusR.Close()
@@ -139,7 +140,7 @@ func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit
 		p.mu.Unlock()
 		_ = unix.Kill(-p.pid, unix.SIGKILL)
 		s.log.Warn("shim ended without a report", "process", p.id, "shim_status", int(es.ws), "err", err)
-		st = shimStatus{Signal: signalName(unix.SIGKILL)}
+		st = shim.Status{Signal: shim.SignalName(unix.SIGKILL)}
 	}
 	drainOutput(eof, p.outPipes, &p.outBusy)
 	res := api.ExecResult{ExitCode: st.ExitCode, DurationMS: ended.Sub(p.startedAt).Milliseconds()}

@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/internal/shim"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,6 +46,9 @@ type shimPool struct {
 	idle    time.Duration // retire the spare after this long unused; 0 = never
 	retire  *time.Timer   // pending retirement of the spare; nil if none
 	gen     uint64        // counts spares placed, so a stale retirement does nothing
+	// noFile is set once Config.ShimFile failed to start (a runtime that
+	// cannot exec through /proc/self/fd, say): shims run from ShimPath.
+	noFile atomic.Bool
 }
 
 // startShim starts a shim that waits for its spec.
@@ -75,7 +81,16 @@ func (s *Server) startShim() (*shimProc, error) {
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	fds := []uintptr{devnull.Fd(), devnull.Fd(), devnull.Fd(), statusW.Fd(), child.Fd()}
-	pid, exit, err := forkExec(s.reaper, s.cfg.ShimPath, shimArgv(), &syscall.ProcAttr{Dir: "/", Env: []string{shimEnv}, Files: fds})
+	path, argv := s.cfg.ShimPath, shim.Argv()
+	viaFile := s.cfg.ShimFile != nil && !s.shims.noFile.Load()
+	if viaFile {
+		// The binary is run through its descriptor, passed as the shim's
+		// fd 5 (fds 0-4 are the shim's own); the shim closes it at start.
+		fds = append(fds, s.cfg.ShimFile.Fd())
+		fd := strconv.Itoa(len(fds) - 1)
+		path, argv = "/proc/self/fd/"+fd, append(argv, "--exe-fd", fd)
+	}
+	pid, exit, err := forkExec(s.reaper, path, argv, &syscall.ProcAttr{Dir: "/", Env: []string{shim.Env}, Files: fds})
 	devnull.Close()
 	statusW.Close()
 	child.Close()
@@ -85,7 +100,12 @@ func (s *Server) startShim() (*shimProc, error) {
 		if errors.Is(err, unix.EAGAIN) {
 			return nil, s.pidsLimit()
 		}
-		return nil, fmt.Errorf("start shim %s: %w", s.cfg.ShimPath, err)
+		if viaFile {
+			s.log.Warn("paddock-shim did not start; the agent runs itself as the shim from now on", "err", err)
+			s.shims.noFile.Store(true)
+			return s.startShim()
+		}
+		return nil, fmt.Errorf("start shim %s: %w", path, err)
 	}
 	return &shimProc{pid: pid, exit: exit, ctl: ctl, status: statusR}, nil
 }
@@ -268,34 +288,34 @@ var errShimLost = errors.New("the shim was killed before it started the command"
 // leader whose controlling terminal is stdin. It returns the shim, its
 // first report (the command's pid) and the decoder of its next report.
 // The caller still owns stdio and closes its copies.
-func (s *Server) startCommand(spec *execSpec, tty bool, nproc int, stdio [3]*os.File) (*shimProc, shimStatus, *json.Decoder, error) {
-	ss := shimSpec{Path: spec.path, Argv: spec.argv, Env: spec.env, Dir: spec.dir, NProc: nproc, TTY: tty}
+func (s *Server) startCommand(spec *execSpec, tty bool, nproc int, stdio [3]*os.File) (*shimProc, shim.Status, *json.Decoder, error) {
+	ss := shim.Spec{Path: spec.path, Argv: spec.argv, Env: spec.env, Dir: spec.dir, NProc: nproc, TTY: tty}
 	sh, spare, err := s.takeShim()
 	if err != nil {
-		return nil, shimStatus{}, nil, err
+		return nil, shim.Status{}, nil, err
 	}
 	first, dec, err := s.runOnShim(sh, ss, stdio)
 	if spare && errors.Is(err, errShimLost) {
 		if sh, err = s.startShim(); err != nil {
-			return nil, shimStatus{}, nil, err
+			return nil, shim.Status{}, nil, err
 		}
 		first, dec, err = s.runOnShim(sh, ss, stdio)
 	}
 	if err != nil {
-		return nil, shimStatus{}, nil, err
+		return nil, shim.Status{}, nil, err
 	}
 	return sh, first, dec, nil
 }
 
 // runOnShim sends ss to sh and waits for its first report.
-func (s *Server) runOnShim(sh *shimProc, ss shimSpec, stdio [3]*os.File) (shimStatus, *json.Decoder, error) {
-	var first shimStatus
-	serr := sendShimSpec(sh.ctl, ss, stdio)
+func (s *Server) runOnShim(sh *shimProc, ss shim.Spec, stdio [3]*os.File) (shim.Status, *json.Decoder, error) {
+	var first shim.Status
+	serr := shim.SendSpec(sh.ctl, ss, stdio)
 	sh.ctl.Close()
 	dec := json.NewDecoder(sh.status)
 	derr := serr
 	if serr == nil {
-		_ = sh.status.SetReadDeadline(time.Now().Add(shimStartTimeout))
+		_ = sh.status.SetReadDeadline(time.Now().Add(shim.StartTimeout))
 		derr = dec.Decode(&first)
 		_ = sh.status.SetReadDeadline(time.Time{})
 	}

@@ -132,7 +132,7 @@ func containerUnavailable(binDir string) string {
 	if os.Geteuid() != 0 {
 		return "the container backend needs root (namespaces, cgroups, loop mounts)"
 	}
-	for _, name := range []string{"paddock-agent", "runc"} {
+	for _, name := range []string{"paddock-agent", "paddock-shim", "runc"} {
 		if p := filepath.Join(binDir, name); !isFile(p) {
 			return "the container backend needs " + p + ": run make build (or pass -paddock.bin=DIR)"
 		}

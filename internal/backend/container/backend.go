@@ -56,6 +56,10 @@ type Config struct {
 	StateDir string
 	// AgentBinary is the static paddock-agent to install in templates.
 	AgentBinary string
+	// ShimBinary is the static paddock-shim installed next to the agent
+	// (default: paddock-shim next to AgentBinary, when there is one;
+	// without it the agent runs its own binary as the shim).
+	ShimBinary string
 	// Runtimes maps runtime names to binaries; DefaultRuntime must be one.
 	Runtimes       map[string]string
 	DefaultRuntime string
@@ -194,13 +198,14 @@ func New(cfg Config) (*Backend, error) {
 	b.cgroupV1 = err != nil
 	_, err = os.Stat(filepath.Join(cgroupRoot, "memory", "memory.memsw.limit_in_bytes"))
 	b.hasMemsw = err == nil
-	base, err := buildBase(cfg.StateDir, cfg.AgentBinary)
+	guest := guestBinariesOf(cfg)
+	base, err := buildBase(cfg.StateDir, guest)
 	if err != nil {
 		return nil, fmt.Errorf("base template: %w", err)
 	}
 	b.base = base
 	b.img = &imageState{userns: map[uint32]*os.File{}}
-	if b.img.paddock, err = buildPaddockLayer(cfg.StateDir, cfg.AgentBinary); err != nil {
+	if b.img.paddock, err = buildPaddockLayer(cfg.StateDir, guest); err != nil {
 		return nil, fmt.Errorf("paddock layer: %w", err)
 	}
 	b.img.holder, _ = exec.LookPath("cat")

@@ -212,13 +212,12 @@ var paddockEtc = []string{"hosts", "hostname", "resolv.conf"}
 
 // buildPaddockLayer builds (or reuses) the paddock layer under
 // root/templates, named by a hash of its contents like the base template.
-func buildPaddockLayer(root, agentBin string) (string, error) {
-	agentSum, err := fileSHA256(agentBin)
-	if err != nil {
-		return "", fmt.Errorf("agent binary: %w", err)
-	}
+func buildPaddockLayer(root string, guest guestBinaries) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "paddock-layer-v1\nagent %s\n", agentSum)
+	fmt.Fprintf(h, "paddock-layer-v1\n")
+	if err := guest.hash(h); err != nil {
+		return "", err
+	}
 	for _, k := range paddockEtc {
 		fmt.Fprintf(h, "etc %s %s\n", k, generatedEtc[k])
 	}
@@ -250,8 +249,8 @@ func buildPaddockLayer(root, agentBin string) (string, error) {
 			return "", err
 		}
 	}
-	if err := copyFile(agentBin, filepath.Join(tmp, "rootfs", agentPath), 0o555); err != nil {
-		return "", fmt.Errorf("install agent: %w", err)
+	if err := guest.install(filepath.Join(tmp, "rootfs")); err != nil {
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o644); err != nil {
 		return "", err

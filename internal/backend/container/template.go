@@ -56,15 +56,14 @@ var generatedEtc = map[string]string{
 // buildBase builds (or reuses) the base template root under root/templates.
 // The directory name carries a hash of its contents, so a template that is
 // in use by a running sandbox is never modified in place.
-func buildBase(root, agentBin string) (*baseTemplate, error) {
-	agentSum, err := fileSHA256(agentBin)
-	if err != nil {
-		return nil, fmt.Errorf("agent binary: %w", err)
-	}
+func buildBase(root string, guest guestBinaries) (*baseTemplate, error) {
 	var mounts []string
 	var links [][2]string
 	h := sha256.New()
-	fmt.Fprintf(h, "base-v1\nagent %s\n", agentSum)
+	fmt.Fprintf(h, "base-v1\n")
+	if err := guest.hash(h); err != nil {
+		return nil, err
+	}
 	for _, d := range hostDirs {
 		p := "/" + d
 		fi, err := os.Lstat(p)
@@ -147,8 +146,8 @@ func buildBase(root, agentBin string) (*baseTemplate, error) {
 	if err := writeLinks(rootfs, binLinks); err != nil {
 		return nil, err
 	}
-	if err := copyFile(agentBin, filepath.Join(rootfs, agentPath), 0o555); err != nil {
-		return nil, fmt.Errorf("install agent: %w", err)
+	if err := guest.install(rootfs); err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o644); err != nil {
 		return nil, err

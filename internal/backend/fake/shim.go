@@ -3,7 +3,7 @@ package fake
 import (
 	"os"
 
-	"github.com/paddock-sandbox/paddock/internal/agent"
+	"github.com/paddock-sandbox/paddock/internal/shim"
 )
 
 // shimEnv names the binary that serves as the agent's command shim; set by
@@ -18,7 +18,7 @@ const shimEnv = "PADDOCK_FAKE_SHIM"
 // starting the test binary, which would run its tests again.
 func HandleShim() {
 	if len(os.Args) > 1 && os.Args[1] == "shim" {
-		os.Exit(agent.RunShim(os.Args[2:]))
+		os.Exit(shim.Run(os.Args[2:]))
 	}
 	if exe, err := os.Executable(); err == nil {
 		os.Setenv(shimEnv, exe)

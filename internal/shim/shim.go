@@ -1,4 +1,4 @@
-package agent
+package shim
 
 import (
 	"bytes"
@@ -18,13 +18,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shimStatusFD is the descriptor on which the shim reports to the agent.
-const shimStatusFD = 3
+// StatusFD is the descriptor on which the shim reports to the agent.
+const StatusFD = 3
 
-// shimStatus is one line the shim writes to the agent: first {"pid":N}
+// Status is one line the shim writes to the agent: first {"pid":N}
 // once the command started (or {"error":...} if it could not start), then
 // {"exit_code":N} or {"signal":"SIGKILL"} once the command ended.
-type shimStatus struct {
+type Status struct {
 	PID      int    `json:"pid,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
@@ -33,43 +33,48 @@ type shimStatus struct {
 	Limit bool `json:"limit,omitempty"`
 }
 
-// shimEnv is the whole environment of a shim: the Go runtime reads it at
+// Env is the whole environment of a shim: the Go runtime reads it at
 // start, before any code of the shim runs, and so starts with one P and
 // fewer threads. The command's environment comes in its spec, so nothing
 // of the shim's own reaches it.
-const shimEnv = "GOMAXPROCS=1"
+const Env = "GOMAXPROCS=1"
 
-// shimArgv is the shim's command line.
-func shimArgv() []string { return []string{"paddock-agent", "shim"} }
+// Argv is the command line the agent starts a shim with. Both binaries
+// take it: paddock-agent dispatches on "shim", paddock-shim skips it.
+func Argv() []string { return []string{"paddock-shim", "shim"} }
 
-// RunShim is the main of the shim subcommand (args follow "shim"):
+// Run is the main of a shim (args follow "shim"):
 //
-//	shim [--status-fd 3] [--control-fd 4]
+//	[--status-fd 3] [--control-fd 4] [--exe-fd N]
 //
 // It becomes a child subreaper, raises its OOM score, makes itself
 // undumpable (nothing in the sandbox may ptrace it or open its
 // descriptors), and waits for its command on the control socket (see
-// shimSpec). It then starts the command in its own process group with the
+// Spec). It then starts the command in its own process group with the
 // stdio, cwd, environment and RLIMIT_NPROC of the spec, and reports on the
 // status fd. On SIGTERM, SIGINT or SIGHUP it SIGKILLs every descendant
 // before reporting. It exits once the command ended; background processes
 // the command left behind are then reparented. The agent keeps one shim
 // started ahead (a spare), so an exec does not wait for a new process to
 // start.
-func RunShim(args []string) int {
+func Run(args []string) int {
 	// Every thread of the shim counts against the sandbox's pids and
 	// RLIMIT_NPROC, as a command's process does, and a Go program that
 	// cannot make a thread it needs dies. So the shim runs on one P
-	// (shimEnv) and never blocks in a syscall once the command runs: the
+	// (Env) and never blocks in a syscall once the command runs: the
 	// threads it started with are all it ever needs, even when the command
 	// has taken every pid left.
 	runtime.GOMAXPROCS(1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
-	statusFD := fs.Int("status-fd", shimStatusFD, "descriptor to report the command's pid and exit status on")
-	controlFD := fs.Int("control-fd", shimControlFD, "unix socket to receive the command's spec and stdio on")
+	statusFD := fs.Int("status-fd", StatusFD, "descriptor to report the command's pid and exit status on")
+	controlFD := fs.Int("control-fd", ControlFD, "unix socket to receive the command's spec and stdio on")
+	exeFD := fs.Int("exe-fd", -1, "descriptor of the shim's own binary it was run through, closed at once")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: paddock-agent shim [--status-fd N] [--control-fd N]")
+		fmt.Fprintln(os.Stderr, "usage: paddock-shim [shim] [--status-fd N] [--control-fd N] [--exe-fd N]")
 		return 2
+	}
+	if *exeFD > 2 && *exeFD != *statusFD && *exeFD != *controlFD {
+		unix.Close(*exeFD) // nothing of the agent's may reach the command
 	}
 	// Neither descriptor may leak into the command.
 	unix.CloseOnExec(*statusFD)
@@ -95,13 +100,13 @@ func RunShim(args []string) int {
 	spareThreads(4)
 	warmJSON()
 
-	spec, stdio, err := recvShimSpec(*controlFD)
+	spec, stdio, err := recvSpec(*controlFD)
 	unix.Close(*controlFD)
 	if errors.Is(err, io.EOF) {
 		return 0 // a spare the agent no longer needs
 	}
 	if err != nil {
-		_ = enc.Encode(shimStatus{Error: err.Error()})
+		_ = enc.Encode(Status{Error: err.Error()})
 		return 2
 	}
 	if spec.NProc > 0 {
@@ -115,20 +120,20 @@ func RunShim(args []string) int {
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
-		Sys:   shimSysProcAttr(spec.TTY),
+		Sys:   sysProcAttr(spec.TTY),
 	})
 	for _, fd := range stdio { // the command's alone: EOF reaches the agent when it ends
 		unix.Close(fd)
 	}
 	if err != nil {
-		st := shimStatus{Error: fmt.Sprintf("exec %s: %v", spec.Argv[0], err)}
+		st := Status{Error: fmt.Sprintf("exec %s: %v", spec.Argv[0], err)}
 		if errors.Is(err, unix.EAGAIN) {
 			st.Limit = true
 		}
 		_ = enc.Encode(st)
 		return 127
 	}
-	_ = enc.Encode(shimStatus{PID: pid})
+	_ = enc.Encode(Status{PID: pid})
 	_ = enc.Encode(statusOf(awaitCommand(pid, chld, stop)))
 	return 0
 }
@@ -162,9 +167,9 @@ func awaitCommand(main int, chld, stop <-chan os.Signal) unix.WaitStatus {
 	}
 }
 
-// shimSysProcAttr puts the command in its own process group, or with tty
+// sysProcAttr puts the command in its own process group, or with tty
 // in its own session with fd 0 as its controlling terminal.
-func shimSysProcAttr(tty bool) *syscall.SysProcAttr {
+func sysProcAttr(tty bool) *syscall.SysProcAttr {
 	if tty {
 		return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
@@ -172,16 +177,16 @@ func shimSysProcAttr(tty bool) *syscall.SysProcAttr {
 }
 
 // statusOf turns a wait status into the shim's report.
-func statusOf(ws unix.WaitStatus) shimStatus {
+func statusOf(ws unix.WaitStatus) Status {
 	if ws.Signaled() {
-		return shimStatus{Signal: signalName(ws.Signal())}
+		return Status{Signal: SignalName(ws.Signal())}
 	}
 	code := ws.ExitStatus()
-	return shimStatus{ExitCode: &code}
+	return Status{ExitCode: &code}
 }
 
-// signalName is "SIGKILL" for SIGKILL, or "SIG<n>" for unnamed signals.
-func signalName(sig unix.Signal) string {
+// SignalName is "SIGKILL" for SIGKILL, or "SIG<n>" for unnamed signals.
+func SignalName(sig unix.Signal) string {
 	if name := unix.SignalName(sig); name != "" {
 		return name
 	}
@@ -293,9 +298,9 @@ func readStat(pid int) (ppid int, state byte, ok bool) {
 // comes: the first decode in a fresh process costs 0.3-0.7 ms, a later one
 // a few microseconds.
 func warmJSON() {
-	var ss shimSpec
+	var ss Spec
 	_ = json.Unmarshal([]byte(`{"path":"/","argv":["/"],"env":["A=b"],"dir":"/","nproc":1,"tty":false}`), &ss)
-	_ = json.NewEncoder(io.Discard).Encode(shimStatus{PID: 1, ExitCode: new(int), Signal: "SIGKILL", Error: "x", Limit: true})
+	_ = json.NewEncoder(io.Discard).Encode(Status{PID: 1, ExitCode: new(int), Signal: "SIGKILL", Error: "x", Limit: true})
 }
 
 // spareThreads makes the runtime start n more OS threads now, while the
@@ -303,16 +308,30 @@ func warmJSON() {
 // signal goroutine later blocks in a syscall the runtime hands its P to an
 // idle thread instead of making one, which a fork bomb at the sandbox's
 // limit would refuse ("fatal error: newosproc", the shim dead and the
-// command killed). Each goroutine blocks in a real syscall, so that the
-// runtime has to give the P to another thread meanwhile.
+// command killed).
+//
+// Each of n goroutines locks itself to its thread and blocks, so the
+// runtime must start a thread for the next one; once all n hold a thread
+// they unlock and end, and their threads stay, idle. That takes about
+// 0.1 ms a thread, where waiting for the runtime to take the P back from
+// goroutines blocked in a syscall took a 3 ms sleep.
 func spareThreads(n int) {
-	var wg sync.WaitGroup
+	var locked, done sync.WaitGroup
+	release := make(chan struct{})
 	for range n {
-		wg.Add(1)
+		locked.Add(1)
+		done.Add(1)
 		go func() {
-			defer wg.Done()
-			_ = unix.Nanosleep(&unix.Timespec{Nsec: 3_000_000}, nil)
+			defer done.Done()
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			// Unlocked before it ends, the thread goes back to the
+			// runtime's idle list; ended while locked, it would exit.
+			runtime.UnlockOSThread()
 		}()
 	}
-	wg.Wait()
+	locked.Wait()
+	close(release)
+	done.Wait()
 }

@@ -1,4 +1,4 @@
-package agent
+package shim
 
 import (
 	"encoding/binary"
@@ -12,22 +12,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shimControlFD is the descriptor on which a shim receives its command:
+// ControlFD is the descriptor on which a shim receives its command:
 // one end of a unix stream socket pair whose other end the agent keeps.
-const shimControlFD = 4
+const ControlFD = 4
 
-// shimStartTimeout bounds how long the agent waits for a shim to take its
+// StartTimeout bounds how long the agent waits for a shim to take its
 // spec and report the command's pid.
-const shimStartTimeout = 10 * time.Second
+const StartTimeout = 10 * time.Second
 
-// maxShimSpecBytes bounds the spec a shim accepts. A spec holds the argv,
+// MaxSpecBytes bounds the spec a shim accepts. A spec holds the argv,
 // environment and cwd of one validated request (each bounded by the
 // request's own limits), far below this.
-const maxShimSpecBytes = 16 << 20
+const MaxSpecBytes = 16 << 20
 
-// shimSpec is what the agent sends a shim on its control socket, together
+// Spec is what the agent sends a shim on its control socket, together
 // with the command's stdin, stdout and stderr as SCM_RIGHTS descriptors.
-type shimSpec struct {
+type Spec struct {
 	Path  string   `json:"path"`
 	Argv  []string `json:"argv"`
 	Env   []string `json:"env"`
@@ -36,10 +36,10 @@ type shimSpec struct {
 	TTY   bool     `json:"tty,omitempty"`
 }
 
-// sendShimSpec writes spec to the shim's control socket ctl: a 4-byte
+// SendSpec writes spec to the shim's control socket ctl: a 4-byte
 // length carrying stdio as SCM_RIGHTS, then the JSON spec. The
 // descriptors are duplicated into the shim; the caller still owns stdio.
-func sendShimSpec(ctl *os.File, spec shimSpec, stdio [3]*os.File) error {
+func SendSpec(ctl *os.File, spec Spec, stdio [3]*os.File) error {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("shim spec: %w", err)
@@ -52,7 +52,7 @@ func sendShimSpec(ctl *os.File, spec shimSpec, stdio [3]*os.File) error {
 		return fmt.Errorf("shim control: %w", err)
 	}
 	// A stopped shim must not hold the request forever.
-	_ = ctl.SetWriteDeadline(time.Now().Add(shimStartTimeout))
+	_ = ctl.SetWriteDeadline(time.Now().Add(StartTimeout))
 	var serr error
 	werr := rc.Write(func(fd uintptr) bool {
 		serr = unix.Sendmsg(int(fd), hdr[:], unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
@@ -67,11 +67,11 @@ func sendShimSpec(ctl *os.File, spec shimSpec, stdio [3]*os.File) error {
 	return nil
 }
 
-// recvShimSpec reads one spec and its three stdio descriptors from the
+// recvSpec reads one spec and its three stdio descriptors from the
 // control socket fd, blocking until the agent sends it. io.EOF means the
 // agent closed the socket without sending one.
-func recvShimSpec(fd int) (shimSpec, [3]int, error) {
-	var spec shimSpec
+func recvSpec(fd int) (Spec, [3]int, error) {
+	var spec Spec
 	stdio := [3]int{-1, -1, -1}
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(3*4))
@@ -107,7 +107,7 @@ func recvShimSpec(fd int) (shimSpec, [3]int, error) {
 		return spec, stdio, fmt.Errorf("read spec: got %d descriptors, want 3", len(fds))
 	}
 	copy(stdio[:], fds)
-	fail := func(err error) (shimSpec, [3]int, error) {
+	fail := func(err error) (Spec, [3]int, error) {
 		for _, f := range stdio {
 			unix.Close(f)
 		}
@@ -119,8 +119,8 @@ func recvShimSpec(fd int) (shimSpec, [3]int, error) {
 		}
 	}
 	size := binary.BigEndian.Uint32(hdr[:])
-	if size > maxShimSpecBytes {
-		return fail(fmt.Errorf("spec of %d bytes, at most %d", size, maxShimSpecBytes))
+	if size > MaxSpecBytes {
+		return fail(fmt.Errorf("spec of %d bytes, at most %d", size, MaxSpecBytes))
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(fdReader(fd), body); err != nil {

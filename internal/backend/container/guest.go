@@ -1,0 +1,71 @@
+package container
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// shimPath is where the agent's command shim lives inside every sandbox,
+// next to the agent, which looks for it there.
+const shimPath = "/.paddock/paddock-shim"
+
+// guestBinaries are the programs in every sandbox's /.paddock: the agent
+// and, when there is one, its command shim (without it the agent runs
+// its own binary as the shim, about 8 ms slower per start).
+type guestBinaries struct {
+	agent, shim string // host paths; shim may be ""
+}
+
+// guestBinariesOf returns cfg's agent and shim: ShimBinary, else
+// paddock-shim next to the agent binary when it exists.
+func guestBinariesOf(cfg Config) guestBinaries {
+	g := guestBinaries{agent: cfg.AgentBinary, shim: cfg.ShimBinary}
+	if g.shim == "" {
+		p := filepath.Join(filepath.Dir(cfg.AgentBinary), "paddock-shim")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			g.shim = p
+		}
+	}
+	return g
+}
+
+// hash writes what names the binaries into a layer's hash: the agent's
+// sha256 and the shim's, if any (so a layer without a shim keeps the name
+// it had before shims were separate).
+func (g guestBinaries) hash(h io.Writer) error {
+	sum, err := fileSHA256(g.agent)
+	if err != nil {
+		return fmt.Errorf("agent binary: %w", err)
+	}
+	fmt.Fprintf(h, "agent %s\n", sum)
+	if g.shim == "" {
+		return nil
+	}
+	if sum, err = fileSHA256(g.shim); err != nil {
+		return fmt.Errorf("shim binary: %w", err)
+	}
+	fmt.Fprintf(h, "shim %s\n", sum)
+	return nil
+}
+
+// install copies the binaries into rootfs (mode 0555).
+//
+// Not execute-only: a shim exec'd from a file the sandbox cannot read
+// would start undumpable, but its mm would then belong to the host's user
+// namespace, its /proc files to host root, and it could no longer set its
+// own oom_score_adj (the commands it starts would inherit the agent's
+// -999) or its name.
+func (g guestBinaries) install(rootfs string) error {
+	if err := copyFile(g.agent, filepath.Join(rootfs, agentPath), 0o555); err != nil {
+		return fmt.Errorf("install agent: %w", err)
+	}
+	if g.shim == "" {
+		return nil
+	}
+	if err := copyFile(g.shim, filepath.Join(rootfs, shimPath), 0o555); err != nil {
+		return fmt.Errorf("install shim: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package shim
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestMain lets the test binary serve as a shim, started the way the
+// agent starts one (Argv: "paddock-shim shim").
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "shim" {
+		os.Exit(Run(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// started is a shim started by a test: its control socket, status lines
+// and process.
+type started struct {
+	cmd    *exec.Cmd
+	ctl    *os.File
+	status *bufio.Scanner
+}
+
+func startShim(t *testing.T) *started {
+	t.Helper()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, child := os.NewFile(uintptr(pair[0]), "ctl"), os.NewFile(uintptr(pair[1]), "child")
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/proc/self/exe", Argv()[1:]...)
+	cmd.Env = []string{Env}
+	cmd.ExtraFiles = []*os.File{statusW, child} // fds 3 and 4
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	statusW.Close()
+	child.Close()
+	t.Cleanup(func() {
+		ctl.Close()
+		statusR.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return &started{cmd: cmd, ctl: ctl, status: bufio.NewScanner(statusR)}
+}
+
+// next reads the shim's next status line.
+func (s *started) next(t *testing.T) Status {
+	t.Helper()
+	if !s.status.Scan() {
+		t.Fatalf("status pipe closed: %v", s.status.Err())
+	}
+	var st Status
+	if err := json.Unmarshal(s.status.Bytes(), &st); err != nil {
+		t.Fatalf("status line %q: %v", s.status.Text(), err)
+	}
+	return st
+}
+
+// exit waits for the shim and returns its exit code.
+func (s *started) exit() int {
+	_ = s.cmd.Wait()
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// stdio returns /dev/null as stdin and one pipe as stdout and stderr, and
+// the pipe's read end.
+func stdio(t *testing.T) ([3]*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close(); devnull.Close() })
+	return [3]*os.File{devnull, w, w}, r
+}
+
+func shSpec(script string) Spec {
+	return Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"}
+}
+
+func TestRunCommand(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		code   int
+		signal string
+		out    string
+	}{
+		{"exit 0", "echo hi", 0, "", "hi\n"},
+		{"exit 3", "echo err >&2; exit 3", 3, "", "err\n"},
+		{"killed", "kill -9 $$", 0, "SIGKILL", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startShim(t)
+			fds, out := stdio(t)
+			if err := SendSpec(s.ctl, shSpec(tt.script), fds); err != nil {
+				t.Fatal(err)
+			}
+			fds[1].Close() // the command holds its own copy: EOF when it ends
+			if st := s.next(t); st.PID <= 0 || st.Error != "" {
+				t.Fatalf("first status %+v, want a pid", st)
+			}
+			st := s.next(t)
+			switch {
+			case tt.signal != "":
+				if st.Signal != tt.signal || st.ExitCode != nil {
+					t.Errorf("status %+v, want signal %s", st, tt.signal)
+				}
+			case st.ExitCode == nil || *st.ExitCode != tt.code:
+				t.Errorf("status %+v, want exit code %d", st, tt.code)
+			}
+			got := make([]byte, 64)
+			n, _ := out.Read(got)
+			if string(got[:max(n, 0)]) != tt.out {
+				t.Errorf("output %q, want %q", got[:max(n, 0)], tt.out)
+			}
+			if code := s.exit(); code != 0 {
+				t.Errorf("shim exited %d, want 0", code)
+			}
+		})
+	}
+}
+
+// TestRunRefuses covers what a shim refuses: a closed control socket ends
+// a spare quietly; a spec that is oversized, has no argv, or comes without
+// its descriptors is reported and nothing runs.
+func TestRunRefuses(t *testing.T) {
+	header := func(n uint32) []byte {
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], n)
+		return hdr[:]
+	}
+	tests := []struct {
+		name string
+		send func(t *testing.T, s *started)
+		want string // in the error status; "" = exits 0 with no status
+	}{
+		{"closed", func(t *testing.T, s *started) { s.ctl.Close() }, ""},
+		{"no argv", func(t *testing.T, s *started) {
+			fds, _ := stdio(t)
+			if err := SendSpec(s.ctl, Spec{Path: "/bin/true"}, fds); err != nil {
+				t.Fatal(err)
+			}
+		}, "argv"},
+		{"oversized", func(t *testing.T, s *started) {
+			fds, _ := stdio(t)
+			rights := unix.UnixRights(int(fds[0].Fd()), int(fds[1].Fd()), int(fds[2].Fd()))
+			if err := unix.Sendmsg(int(s.ctl.Fd()), header(MaxSpecBytes+1), rights, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, "at most"},
+		{"no descriptors", func(t *testing.T, s *started) {
+			body, _ := json.Marshal(Spec{Path: "/bin/true", Argv: []string{"true"}})
+			if _, err := s.ctl.Write(append(header(uint32(len(body))), body...)); err != nil {
+				t.Fatal(err)
+			}
+		}, "descriptors"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startShim(t)
+			tt.send(t, s)
+			if tt.want == "" {
+				if s.status.Scan() {
+					t.Errorf("a released spare reported %q", s.status.Text())
+				}
+				if code := s.exit(); code != 0 {
+					t.Errorf("a released spare exited %d, want 0", code)
+				}
+				return
+			}
+			if st := s.next(t); !strings.Contains(st.Error, tt.want) || st.PID != 0 {
+				t.Errorf("status %+v, want an error with %q", st, tt.want)
+			}
+			if code := s.exit(); code == 0 {
+				t.Error("a shim that refused its spec exited 0")
+			}
+		})
+	}
+}
+
+// TestStopKillsDescendants: SIGTERM to a shim kills the command and a
+// process it put in a session of its own, then reports SIGKILL.
+func TestStopKillsDescendants(t *testing.T) {
+	s := startShim(t)
+	fds, out := stdio(t)
+	if err := SendSpec(s.ctl, shSpec("setsid sleep 300 & echo $!; sleep 300"), fds); err != nil {
+		t.Fatal(err)
+	}
+	fds[1].Close()
+	if st := s.next(t); st.PID <= 0 {
+		t.Fatalf("first status %+v", st)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphan int
+	if _, err := fmt.Sscan(line, &orphan); err != nil {
+		t.Fatalf("pid line %q: %v", line, err)
+	}
+	if err := s.cmd.Process.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.next(t); st.Signal != "SIGKILL" {
+		t.Errorf("status %+v, want SIGKILL", st)
+	}
+	s.exit()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, state, ok := readStat(orphan)
+		if !ok || state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the setsid child %d still runs (state %c)", orphan, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestReadStatAndDescendants(t *testing.T) {
+	ppid, state, ok := readStat(os.Getpid())
+	if !ok || ppid != os.Getppid() || state == 0 {
+		t.Errorf("readStat(self) = %d %c %v", ppid, state, ok)
+	}
+	if _, _, ok := readStat(-1); ok {
+		t.Error("readStat(-1) succeeded")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	found := false
+	for _, pid := range liveDescendants(os.Getpid()) {
+		found = found || pid == cmd.Process.Pid
+	}
+	if !found {
+		t.Errorf("liveDescendants(self) misses child %d", cmd.Process.Pid)
+	}
+}
+
+// TestSpareThreads: the threads spareThreads starts stay, idle, for the
+// runtime to use instead of making new ones.
+func TestSpareThreads(t *testing.T) {
+	before := threads(t)
+	spareThreads(4)
+	if after := threads(t); after < before+4 {
+		t.Errorf("threads %d before, %d after spareThreads(4); want at least 4 more", before, after)
+	}
+}
+
+// threads is the process's thread count from /proc/self/status.
+func threads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			var n int
+			fmt.Sscan(v, &n)
+			return n
+		}
+	}
+	t.Fatal("no Threads line")
+	return 0
+}

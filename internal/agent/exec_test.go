@@ -329,7 +329,7 @@ func TestExecShimFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := os.NewFile(uintptr(fd), exe)
-	defer f.Close()
+	t.Cleanup(func() { f.Close() }) // after the harness's cleanup: the agent may still refill its spare
 	h := newHarness(t, agent.Config{ShimPath: "/nonexistent", ShimFile: f})
 	// Both lists hold what the test process itself leaks to its children
 	// (descriptors without close-on-exec); the shim binary must be in
@@ -359,7 +359,7 @@ func TestExecShimFileFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() }) // after the harness's cleanup
 	h := newHarness(t, agent.Config{ShimFile: f}) // ShimPath: this test binary
 	for i := range 3 {
 		if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {

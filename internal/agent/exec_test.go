@@ -359,7 +359,7 @@ func TestExecShimFileFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() }) // after the harness's cleanup
+	t.Cleanup(func() { f.Close() })               // after the harness's cleanup
 	h := newHarness(t, agent.Config{ShimFile: f}) // ShimPath: this test binary
 	for i := range 3 {
 		if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {

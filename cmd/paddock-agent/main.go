@@ -118,15 +118,14 @@ func serve(args []string) int {
 	}
 	ctx, stop := stopSignals(log)
 	defer stop()
-	var shimFile *os.File
-	if *shim == "" {
-		shimFile = findShim()
+	shimPath := *shim
+	if shimPath == "" {
+		shimPath = findShim()
 	}
 	srv := agent.NewServer(agent.Config{
 		Workdir:       *workdir,
 		NProc:         *nproc,
-		ShimPath:      *shim,
-		ShimFile:      shimFile,
+		ShimPath:      shimPath,
 		Reaper:        os.Getpid() == 1,
 		MaxFileBytes:  *maxFile,
 		MaxStdinBytes: *maxStdin,

@@ -4,7 +4,7 @@
 // "paddock-agent install" in pod mode); without it the agent runs its own
 // binary as the shim, which starts about 8 ms slower.
 //
-//	paddock-shim [shim] [--status-fd N] [--control-fd N] [--exe-fd N]
+//	paddock-shim [shim] [--status-fd N] [--control-fd N]
 //
 // It is not meant to be run by hand: it waits for a spec on the control
 // descriptor and exits at once when that descriptor is closed.

@@ -15,8 +15,8 @@
 // (api.ErrorResponse).
 //
 // Every command runs under a small shim (package shim): the paddock-shim
-// binary (Config.ShimFile, opened once by paddock-agent), else the agent's
-// own binary (Config.ShimPath) with the "shim" subcommand. The shim becomes
+// binary next to paddock-agent (Config.ShimPath), else the agent's own
+// binary with the "shim" subcommand. The shim becomes
 // a child subreaper, receives the command's spec and stdio on a control
 // socket (fd 4), starts the real command in its own process group and
 // reports the command's pid and exit status over an extra pipe (fd 3). The agent keeps

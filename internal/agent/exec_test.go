@@ -14,7 +14,6 @@ import (
 
 	"github.com/paddock-sandbox/paddock/api"
 	"github.com/paddock-sandbox/paddock/internal/agent"
-	"golang.org/x/sys/unix"
 )
 
 func TestExec(t *testing.T) {
@@ -313,54 +312,40 @@ func TestExecConcurrentNoLeaks(t *testing.T) {
 	t.Errorf("%d file descriptors before, %d after", before, after)
 }
 
-// TestExecShimFile runs commands under a shim given as an open file
-// (Config.ShimFile, as paddock-agent does with paddock-shim): the shim is
-// run through its descriptor, and neither the shim nor the command keeps
-// that descriptor.
-func TestExecShimFile(t *testing.T) {
+// TestExecShimPath runs commands under a shim binary of its own
+// (Config.ShimPath, as paddock-agent does with paddock-shim).
+func TestExecShimPath(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test binary serves as the shim (TestMain), opened as
-	// paddock-agent opens paddock-shim: O_PATH, which needs no read.
-	fd, err := unix.Open(exe, unix.O_PATH|unix.O_CLOEXEC, 0)
+	// A copy of the test binary (TestMain serves as the shim) under
+	// another name, so that the shim's exe tells which binary ran.
+	p := filepath.Join(t.TempDir(), "paddock-shim")
+	b, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := os.NewFile(uintptr(fd), exe)
-	t.Cleanup(func() { f.Close() }) // after the harness's cleanup: the agent may still refill its spare
-	h := newHarness(t, agent.Config{ShimPath: "/nonexistent", ShimFile: f})
-	// Both lists hold what the test process itself leaks to its children
-	// (descriptors without close-on-exec); the shim binary must be in
-	// neither.
-	script := `for fd in /proc/$$/fd/* /proc/$PPID/fd/*; do readlink "$fd"; done`
+	if err := os.WriteFile(p, b, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, agent.Config{ShimPath: p})
 	for i := range 3 { // the spare, then shims started after it
-		res := h.exec(api.ExecRequest{Command: script})
-		if deref(res.ExitCode) != 0 || !strings.Contains(res.Stdout, "/dev/null") {
-			t.Fatalf("exec %d: %+v", i, res)
-		}
-		for _, l := range strings.Split(res.Stdout, "\n") {
-			if l == exe {
-				t.Errorf("exec %d: a descriptor of the shim binary reached the command or stayed in the shim:\n%s", i, res.Stdout)
-			}
+		res := h.exec(api.ExecRequest{Command: "readlink /proc/$PPID/exe"})
+		if deref(res.ExitCode) != 0 || strings.TrimSpace(res.Stdout) != p {
+			t.Fatalf("exec %d: the shim ran %+v, want %s", i, res, p)
 		}
 	}
 }
 
-// TestExecShimFileFallback: a shim file that cannot be run (here: not an
-// executable) makes the agent fall back to ShimPath, and execs still work.
-func TestExecShimFileFallback(t *testing.T) {
+// TestExecShimPathFallback: a shim binary that cannot be run (here: not a
+// program) makes the agent run itself as the shim, and execs still work.
+func TestExecShimPathFallback(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "paddock-shim")
 	if err := os.WriteFile(p, []byte("not a program"), 0o555); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })               // after the harness's cleanup
-	h := newHarness(t, agent.Config{ShimFile: f}) // ShimPath: this test binary
+	h := newHarness(t, agent.Config{ShimPath: p})
 	for i := range 3 {
 		if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {
 			t.Fatalf("exec %d: %+v", i, res)

@@ -34,12 +34,9 @@ type Config struct {
 	Workdir string
 	// ShimPath is the binary run with the "shim" subcommand to start each
 	// command (default /proc/self/exe, the agent itself). Its main must
-	// call shim.Run.
+	// call shim.Run. If another binary fails to start, the agent runs
+	// itself as the shim from then on.
 	ShimPath string
-	// ShimFile, if set, is an open paddock-shim binary, run instead of
-	// ShimPath through its descriptor (see startShim): whatever is put at
-	// its path later, the agent runs the file it was given.
-	ShimFile *os.File
 	// Reaper makes the server reap every child process, as PID 1 must.
 	// Without it the server waits only for the shims it started.
 	Reaper bool

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,9 +45,9 @@ type shimPool struct {
 	idle    time.Duration // retire the spare after this long unused; 0 = never
 	retire  *time.Timer   // pending retirement of the spare; nil if none
 	gen     uint64        // counts spares placed, so a stale retirement does nothing
-	// noFile is set once Config.ShimFile failed to start (a runtime that
-	// cannot exec through /proc/self/fd, say): shims run from ShimPath.
-	noFile atomic.Bool
+	// fellBack is set once Config.ShimPath failed to start (not a
+	// program this kernel runs, say): shims run from DefaultShimPath.
+	fellBack atomic.Bool
 }
 
 // startShim starts a shim that waits for its spec.
@@ -81,16 +80,12 @@ func (s *Server) startShim() (*shimProc, error) {
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	fds := []uintptr{devnull.Fd(), devnull.Fd(), devnull.Fd(), statusW.Fd(), child.Fd()}
-	path, argv := s.cfg.ShimPath, shim.Argv()
-	viaFile := s.cfg.ShimFile != nil && !s.shims.noFile.Load()
-	if viaFile {
-		// The binary is run through its descriptor, passed as the shim's
-		// fd 5 (fds 0-4 are the shim's own); the shim closes it at start.
-		fds = append(fds, s.cfg.ShimFile.Fd())
-		fd := strconv.Itoa(len(fds) - 1)
-		path, argv = "/proc/self/fd/"+fd, append(argv, "--exe-fd", fd)
+	path := s.cfg.ShimPath
+	canFallBack := path != DefaultShimPath && !s.shims.fellBack.Load()
+	if s.shims.fellBack.Load() {
+		path = DefaultShimPath
 	}
-	pid, exit, err := forkExec(s.reaper, path, argv, &syscall.ProcAttr{Dir: "/", Env: []string{shim.Env}, Files: fds})
+	pid, exit, err := forkExec(s.reaper, path, shim.Argv(), &syscall.ProcAttr{Dir: "/", Env: []string{shim.Env}, Files: fds})
 	devnull.Close()
 	statusW.Close()
 	child.Close()
@@ -100,9 +95,9 @@ func (s *Server) startShim() (*shimProc, error) {
 		if errors.Is(err, unix.EAGAIN) {
 			return nil, s.pidsLimit()
 		}
-		if viaFile {
-			s.log.Warn("paddock-shim did not start; the agent runs itself as the shim from now on", "err", err)
-			s.shims.noFile.Store(true)
+		if canFallBack {
+			s.log.Warn("the shim did not start; the agent runs itself as the shim from now on", "shim", path, "err", err)
+			s.shims.fellBack.Store(true)
 			return s.startShim()
 		}
 		return nil, fmt.Errorf("start shim %s: %w", path, err)

@@ -45,7 +45,7 @@ func Argv() []string { return []string{"paddock-shim", "shim"} }
 
 // Run is the main of a shim (args follow "shim"):
 //
-//	[--status-fd 3] [--control-fd 4] [--exe-fd N]
+//	[--status-fd 3] [--control-fd 4]
 //
 // It becomes a child subreaper, raises its OOM score, makes itself
 // undumpable (nothing in the sandbox may ptrace it or open its
@@ -68,13 +68,9 @@ func Run(args []string) int {
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
 	statusFD := fs.Int("status-fd", StatusFD, "descriptor to report the command's pid and exit status on")
 	controlFD := fs.Int("control-fd", ControlFD, "unix socket to receive the command's spec and stdio on")
-	exeFD := fs.Int("exe-fd", -1, "descriptor of the shim's own binary it was run through, closed at once")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: paddock-shim [shim] [--status-fd N] [--control-fd N] [--exe-fd N]")
+		fmt.Fprintln(os.Stderr, "usage: paddock-shim [shim] [--status-fd N] [--control-fd N]")
 		return 2
-	}
-	if *exeFD > 2 && *exeFD != *statusFD && *exeFD != *controlFD {
-		unix.Close(*exeFD) // nothing of the agent's may reach the command
 	}
 	// Neither descriptor may leak into the command.
 	unix.CloseOnExec(*statusFD)

@@ -105,7 +105,7 @@ func TestDaemonStopLeavesNothing(t *testing.T) {
 	parent := container.DefaultCgroupParent(d.stateDir)
 	defer func() { // whatever the outcome, leave nothing behind
 		network.RemoveTable(parent)
-		syscall.Unmount(filepath.Join(d.stateDir, "netns"), syscall.MNT_DETACH)
+		network.RemovePins(d.stateDir)
 		os.RemoveAll(d.stateDir)
 	}()
 	c := d.client(0)

@@ -233,7 +233,7 @@ func (d *daemon) shutdown() {
 	d.cmd.Wait()
 	// The daemon is gone for good: drop its packet-filter table too.
 	network.RemoveTable(container.DefaultCgroupParent(d.stateDir))
-	syscall.Unmount(filepath.Join(d.stateDir, "netns"), syscall.MNT_DETACH)
+	network.RemovePins(d.stateDir)
 	syscall.Unmount(filepath.Join(d.stateDir, "disks"), syscall.MNT_DETACH) // the disk pool, if sandboxes were left
 	os.RemoveAll(d.stateDir)
 }

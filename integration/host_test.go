@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-sandbox/paddock/internal/network"
 )
 
 // cgroupDirsOf lists the cgroup directories of sandbox id on the host.
@@ -39,9 +41,10 @@ func cgroupCPUNS(dir string) int64 {
 }
 
 // hostTraces counts what sandboxes of a state directory hold on the host:
-// cgroups, mounts under the state dir (Netns of them the pinned network
-// namespaces under <state>/netns/, which a sandbox with a network keeps
-// on the host while it runs; Mounts the others), processes whose root is
+// cgroups, the network namespaces pinned in the daemon's pin namespace
+// (Netns, found through its pin <state>/netns.mnt: a sandbox with a
+// network keeps one while it runs), mounts under the state dir (Mounts),
+// processes whose root is
 // under it, loop devices backed by files under it, and their disks in the
 // disk pool (<state>/disks/<id>). The disk pool's own mount and loop
 // device are the daemon's, shared by all sandboxes, and not counted.
@@ -59,16 +62,20 @@ func tracesOf(stateDir string, ids []string, uidLo, uidHi int) hostTraces {
 	for _, id := range ids {
 		h.Cgroups += len(cgroupDirsOf(id))
 	}
+	pinned, err := network.PinnedIDs(stateDir)
+	h.Netns = len(pinned)
+	if err != nil {
+		h.Netns++
+		h.Details = append(h.Details, "pin namespace: "+err.Error())
+	}
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fs := strings.Fields(sc.Text())
-			// <state>/netns itself is the daemon's shared mount point for
-			// pinned namespaces, not a sandbox's.
+			// The pin namespace's pin and the disk pool are the
+			// daemon's, not a sandbox's.
 			switch {
-			case len(fs) <= 4 || !strings.HasPrefix(fs[4], stateDir+"/") || fs[4] == stateDir+"/netns" || fs[4] == stateDir+"/disks":
-			case strings.HasPrefix(fs[4], stateDir+"/netns/"):
-				h.Netns++
+			case len(fs) <= 4 || !strings.HasPrefix(fs[4], stateDir+"/") || fs[4] == stateDir+"/netns.mnt" || fs[4] == stateDir+"/disks":
 			default:
 				h.Mounts++
 				h.Details = append(h.Details, "mount "+fs[4])

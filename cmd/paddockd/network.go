@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/paddock-sandbox/paddock/internal/egress"
@@ -16,7 +15,6 @@ import (
 	"github.com/paddock-sandbox/paddock/internal/network"
 	"github.com/paddock-sandbox/paddock/internal/sandbox"
 	"github.com/paddock-sandbox/paddock/internal/store"
-	"golang.org/x/sys/unix"
 )
 
 // NetworkConfig is the "network" section of the config file.
@@ -118,11 +116,17 @@ func startNetwork(ctx context.Context, cfg Config, st *store.Store, log *slog.Lo
 		log.Warn("networking unavailable: sandboxes get network mode off only", "err", err)
 		stop = func() {}
 		if nm != nil {
-			// With nothing pinned, the netns mount and the table go now,
-			// as when networking is off; else once the pins are gone.
-			releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
+			// Kept to tear down what earlier runs left; with nothing
+			// left, the table goes now (its port rules would stand in
+			// the way of the daemon holding the port), and the pin
+			// namespace at stop.
+			if ids, err := nm.List(ctx); err == nil && len(ids) == 0 {
+				if err := network.RemoveTable(cfg.CgroupParent); err != nil {
+					log.Warn("remove nftables table", "table", cfg.CgroupParent, "err", err)
+				}
+			}
 			clean = netCleaner{nm}
-			stop = func() { releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log) }
+			stop = func() { releaseNetwork(nm, cfg.CgroupParent, log) }
 		}
 		return nil, clean, manager.NewEgress(st, nil), stop, nil
 	}
@@ -230,24 +234,24 @@ func startEgress(ctx context.Context, cfg Config, st *store.Store, log *slog.Log
 		tcp.Close()
 		udp.Close()
 		dnsTCP.Close()
-		releaseNetnsDir(cfg.StateDir, cfg.CgroupParent, log)
+		releaseNetwork(nm, cfg.CgroupParent, log)
 	}, nm, nil
 }
 
-// releaseNetnsDir unmounts <state>/netns, the shared mount point of pinned
-// namespaces, and drops the daemon's nftables table when no sandbox
-// namespace is pinned there any more, so a stopped daemon with no
-// networked sandboxes leaves neither behind (its port rules would
-// otherwise stand in the way of another daemon). The next start creates
-// both again; a daemon with networked sandboxes keeps them for re-adoption.
-func releaseNetnsDir(stateDir, table string, log *slog.Logger) {
-	dir := filepath.Join(stateDir, "netns")
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) > 0 {
+// releaseNetwork stops the network manager's thread in its pin
+// namespace and, when no sandbox namespace is pinned any more, ends the
+// pin namespace and drops the daemon's nftables table, so a stopped
+// daemon with no networked sandboxes leaves neither behind (its port
+// rules would stay in force otherwise). With sandboxes left, both stay
+// for the next start.
+func releaseNetwork(nm *network.Manager, table string, log *slog.Logger) {
+	left, err := nm.Close()
+	if err != nil {
+		log.Warn("network: close", "err", err)
 		return
 	}
-	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
-		log.Warn("unmount netns dir", "dir", dir, "err", err)
+	if left > 0 {
+		return
 	}
 	if err := network.RemoveTable(table); err != nil {
 		log.Warn("remove nftables table", "table", table, "err", err)

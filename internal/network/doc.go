@@ -5,10 +5,12 @@
 //
 // # What a sandbox gets
 //
-// Setup pins a new network namespace at <StateDir>/netns/<id> (a bind
-// mount of the namespace, like `ip netns add`; the directory is a shared
-// mount point so an unmount reaches every copy of it), which the OCI
-// runtime spec then names as the sandbox's network namespace. Host root
+// Setup pins a new network namespace as /netns/<id> of the daemon's pin
+// namespace (a bind mount of the namespace, like `ip netns add`, made in a
+// mount namespace of the daemon's own so that the host's mount table does
+// not grow with every sandbox; see pins.go), which the OCI runtime spec
+// then names as the sandbox's network namespace, by the path
+// /proc/<pid>/task/<tid>/root/netns/<id> (Attachment.NetnsPath). Host root
 // creates it, so the sandbox's user namespace does not own it: root inside
 // the sandbox has no CAP_NET_ADMIN over its own interfaces, routes or
 // firewall, let alone the host's. A /30 of Config.Pool (default
@@ -124,7 +126,8 @@
 // # Recovery
 //
 // The kernel state (namespace pins, veths, the table) outlives the daemon;
-// leases persist it on disk. New re-reads the leases and re-applies their
+// the pin namespace is pinned on the host at <StateDir>/netns.mnt, which a
+// restart joins; leases persist the rest on disk. New re-reads the leases and re-applies their
 // rules. List finds every trace (pinned namespace, lease, veth by alias,
 // chain or set), and Teardown removes whatever exists of them.
 package network

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -436,10 +437,16 @@ type testManager struct {
 
 func newTestManager(t testing.TB, pool string) *testManager {
 	t.Helper()
+	return newTestManagerAt(t, pool, t.TempDir())
+}
+
+// newTestManagerAt is newTestManager on the state directory stateDir.
+func newTestManagerAt(t testing.TB, pool, stateDir string) *testManager {
+	t.Helper()
 	getUpstream(t)
 	svc := listenServices(t)
 	cfg := Config{
-		StateDir:  t.TempDir(),
+		StateDir:  stateDir,
 		Pool:      netip.MustParsePrefix(pool),
 		ProxyPort: svc.proxyPort,
 		DNSPort:   svc.dnsPort,
@@ -471,8 +478,12 @@ func (tm *testManager) cleanup(t testing.TB) {
 		c.DelTable(tm.table())
 		return nil
 	})
-	if err := unix.Unmount(tm.netnsDir(), unix.MNT_DETACH); err != nil {
-		t.Errorf("unmount netns dir: %v", err)
+	if _, err := tm.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	// With every network torn down, the pin namespace ended too.
+	if _, err := os.Stat(filepath.Join(tm.cfg.StateDir, pinsFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the pin namespace's pin is left: %v", err)
 	}
 }
 
@@ -567,17 +578,13 @@ func udpSent(t *testing.T, att *Attachment, addr, payload string) bool {
 func hp(a netip.Addr, port uint16) string { return netip.AddrPortFrom(a, port).String() }
 
 // mounted reports whether path is a mount point in our mount namespace.
-func mounted(t *testing.T, path string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+// pinned reports whether id's namespace is pinned in m's pin namespace.
+func pinned(t *testing.T, m *Manager, id string) bool {
+	ok, err := m.pins.pinned(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
-			return true
-		}
-	}
-	return false
+	return ok
 }
 
 func exists(path string) bool {

@@ -29,8 +29,7 @@ func (l *lease) subnet() netip.Prefix { return netip.PrefixFrom(l.HostAddr, 30).
 
 func (m *Manager) leaseDir() string           { return filepath.Join(m.cfg.StateDir, "network") }
 func (m *Manager) leasePath(id string) string { return filepath.Join(m.leaseDir(), id+".json") }
-func (m *Manager) netnsDir() string           { return filepath.Join(m.cfg.StateDir, "netns") }
-func (m *Manager) netnsPath(id string) string { return filepath.Join(m.netnsDir(), id) }
+func (m *Manager) netnsPath(id string) string { return m.pins.path(id) }
 
 // writeLease persists l atomically.
 func (m *Manager) writeLease(l *lease) error {

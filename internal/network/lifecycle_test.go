@@ -32,7 +32,7 @@ func checkGone(t *testing.T, tm *testManager, id string, att *Attachment) {
 			t.Errorf("element of %s left in %s", id, name)
 		}
 	}
-	if exists(tm.netnsPath(id)) || mounted(t, tm.netnsPath(id)) {
+	if exists(tm.netnsPath(id)) || pinned(t, tm.Manager, id) {
 		t.Errorf("netns %s left", tm.netnsPath(id))
 	}
 	if exists(tm.leasePath(id)) {
@@ -61,7 +61,7 @@ func TestTeardown(t *testing.T) {
 	if id, ok := tm.SandboxByAddr(att.SandboxAddr); !ok || id != "td1" {
 		t.Fatalf("SandboxByAddr = %q, %v", id, ok)
 	}
-	if !mounted(t, att.NetnsPath) {
+	if !pinned(t, tm.Manager, "td1") || !exists(att.NetnsPath) {
 		t.Fatal("netns not mounted")
 	}
 	if err := tm.Teardown(t.Context(), "td1"); err != nil {
@@ -87,6 +87,7 @@ func TestRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(m2.pins.stop)
 	ids, err := m2.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +118,7 @@ func TestRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(m3.pins.stop)
 	ids, _ = m3.List(t.Context())
 	if !slices.Contains(ids, "crash2") {
 		t.Errorf("List without lease = %v", ids)
@@ -128,7 +130,7 @@ func TestRecovery(t *testing.T) {
 	checkGone(t, tm3, "crash2", nil)
 
 	// Only the namespace is left (a crash in the middle of Setup).
-	if err := createNetns(m3.netnsPath("half")); err != nil {
+	if err := createNetns(m3.pins, "half"); err != nil {
 		t.Fatal(err)
 	}
 	ids, _ = m3.List(t.Context())

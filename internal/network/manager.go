@@ -65,7 +65,9 @@ type Config struct {
 type Attachment struct {
 	ID string
 	// NetnsPath is the pinned network namespace the runtime spec must
-	// name (specs.LinuxNamespace{Type: "network", Path: NetnsPath}). The
+	// name (specs.LinuxNamespace{Type: "network", Path: NetnsPath}): a
+	// /proc/<pid>/task/<tid>/root path into the pin namespace, valid
+	// while this Manager runs, so it is used at once, never stored. The
 	// spec must then not set net.* sysctls: the sandbox's user namespace
 	// does not own this namespace, so the runtime cannot write them
 	// (Setup already sets net.ipv4.ping_group_range to all groups).
@@ -99,6 +101,8 @@ type Manager struct {
 	byAddr  map[netip.Addr]string
 	subnets map[netip.Prefix]string
 	idLocks map[string]*idLock
+
+	pins *pins // the pin namespace of the sandboxes' network namespaces
 }
 
 type idLock struct {
@@ -171,9 +175,6 @@ func New(cfg Config) (*Manager, error) {
 	if err := store.CleanTemps(m.leaseDir(), 0); err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
-	if err := prepareNetnsDir(m.netnsDir()); err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
 	if err := enableForwarding(); err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
@@ -215,6 +216,13 @@ func New(cfg Config) (*Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("network: nftables table %s: %w", cfg.Table, err)
+	}
+	if m.pins, err = openPins(m.cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	if err := m.migrateHostPins(); err != nil {
+		m.pins.stop()
+		return nil, fmt.Errorf("network: %w", err)
 	}
 	m.log.Info("network: ready", "table", cfg.Table, "pool", cfg.Pool, "leases", len(ok))
 	return m, nil
@@ -293,7 +301,7 @@ func (m *Manager) Setup(ctx context.Context, id string, p Policy) (att *Attachme
 		}
 	}()
 	nsPath := m.netnsPath(id)
-	if err := createNetns(nsPath); err != nil {
+	if err := createNetns(m.pins, id); err != nil {
 		return nil, err
 	}
 	att = &Attachment{ID: id, NetnsPath: nsPath, Nameserver: m.Nameserver()}
@@ -399,7 +407,7 @@ func (m *Manager) teardown(id string, l *lease) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := removeNetns(m.netnsPath(id)); err != nil {
+	if err := m.pins.unpin(id); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.Remove(m.leasePath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -423,13 +431,13 @@ func (m *Manager) List(ctx context.Context) ([]string, error) {
 	for _, id := range ids {
 		seen[id] = true
 	}
-	ents, err := os.ReadDir(m.netnsDir())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	pinned, err := m.pins.list()
+	if err != nil {
 		return nil, err
 	}
-	for _, e := range ents {
-		if validID(e.Name()) {
-			seen[e.Name()] = true
+	for _, id := range pinned {
+		if validID(id) {
+			seen[id] = true
 		}
 	}
 	ids, err = m.vethIDs()

@@ -28,8 +28,8 @@ import (
 // through the merged root, so it needs no view of it.
 //
 // What stays on the host: the disk pool (one mount for every sandbox),
-// a loop disk's mount in the loop disk mode, and the network namespaces
-// pinned under <state>/netns.
+// a loop disk's mount in the loop disk mode, and the pin of the network
+// package's pin namespace (one mount, <state>/netns.mnt).
 
 // inPrivateMounts runs fn on a locked OS thread in a new mount namespace
 // in which no mount propagates to the host (every mount of the copy is

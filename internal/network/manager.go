@@ -37,8 +37,9 @@ var DefaultPool = netip.MustParsePrefix("10.88.0.0/16")
 // Config configures a Manager.
 type Config struct {
 	// StateDir is the daemon's state directory; the Manager uses its
-	// netns/ (pinned namespaces, a shared mount point) and network/
-	// (address leases) subdirectories.
+	// netns.mnt (the pin of the namespace that pins the sandboxes'
+	// network namespaces; netns/ is where its root was mounted) and
+	// network/ (address leases).
 	StateDir string
 	// Pool is the IPv4 range sandbox addresses come from, one /30 per
 	// sandbox (host side .1, sandbox .2). Default DefaultPool. It must not

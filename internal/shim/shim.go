@@ -39,6 +39,26 @@ type Status struct {
 // of the shim's own reaches it.
 const Env = "GOMAXPROCS=1"
 
+const usage = `Usage: paddock-shim [shim] [--status-fd N] [--control-fd N]
+
+The guest agent's command shim: the agent starts it with a pipe on the
+status descriptor and a unix socket on the control descriptor, sends it one
+command's spec, and reads the command's pid and exit status back. It is
+not meant to be run by hand.`
+
+// checkDescriptors refuses to run without the agent's descriptors: a shim
+// started by hand would otherwise fail with nowhere to say why.
+func checkDescriptors(statusFD, controlFD int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(statusFD, &st); err != nil {
+		return fmt.Errorf("no status descriptor %d (%v): the guest agent starts this program", statusFD, err)
+	}
+	if err := unix.Fstat(controlFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("descriptor %d is not the agent's control socket: the guest agent starts this program", controlFD)
+	}
+	return nil
+}
+
 // Argv is the command line the agent starts a shim with. Both binaries
 // take it: paddock-agent dispatches on "shim", paddock-shim skips it.
 func Argv() []string { return []string{"paddock-shim", "shim"} }
@@ -66,10 +86,26 @@ func Run(args []string) int {
 	// has taken every pid left.
 	runtime.GOMAXPROCS(1)
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	statusFD := fs.Int("status-fd", StatusFD, "descriptor to report the command's pid and exit status on")
 	controlFD := fs.Int("control-fd", ControlFD, "unix socket to receive the command's spec and stdio on")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: paddock-shim [shim] [--status-fd N] [--control-fd N]")
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil {
+		err = checkDescriptors(*statusFD, *controlFD)
+	}
+	if err != nil {
+		fs.SetOutput(os.Stderr)
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "paddock-shim: %v\n", err)
+		}
+		fmt.Fprintln(os.Stderr, usage)
+		fs.PrintDefaults()
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	// Neither descriptor may leak into the command.

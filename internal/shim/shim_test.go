@@ -309,3 +309,27 @@ func threads() int {
 	}
 	return -1
 }
+
+// TestRunByHand: a shim started without the agent's descriptors, or with
+// bad arguments, says why and exits 2; --help exits 0.
+func TestRunByHand(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "the guest agent starts this program"},
+		{[]string{"--status-fd", "0", "--control-fd", "1"}, 2, "not the agent's control socket"},
+		{[]string{"bogus"}, 2, `unexpected argument "bogus"`},
+		{[]string{"--nope"}, 2, "flag provided but not defined"},
+		{[]string{"--help"}, 0, "Usage: paddock-shim"},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command("/proc/self/exe", append([]string{"shim"}, tt.args...)...)
+		cmd.Env = []string{Env}
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != tt.code || !strings.Contains(string(out), tt.want) {
+			t.Errorf("shim %q: exit %d, output %q; want exit %d and %q", tt.args, code, out, tt.code, tt.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
@@ -160,16 +159,15 @@ const tcpListen = 10
 // (SOCK_DESTROY, as `ss -K` does): programs see ECONNABORTED at once
 // instead of waiting for retransmissions to time out on a link that no
 // longer exists. Listening sockets and connections over lo stay. It
-// returns how many it aborted. The work runs on a locked OS thread that
-// enters the namespace and is never handed back to the scheduler.
+// returns how many it aborted. The work runs on a thread of its own that
+// enters the namespace and ends with it (onOwnThread).
 func abortConnections(nsPath string) (int, error) {
 	type result struct {
 		n   int
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+	onOwnThread(func() {
 		n, err := func() (int, error) {
 			ns, err := netns.GetFromPath(nsPath)
 			if err != nil {
@@ -200,7 +198,7 @@ func abortConnections(nsPath string) (int, error) {
 			return n, errors.Join(errs...)
 		}()
 		done <- result{n, err}
-	}()
+	})
 	r := <-done
 	return r.n, r.err
 }

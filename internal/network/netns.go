@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,13 +19,11 @@ var netnsSysctls = map[string]string{
 }
 
 // createNetns creates a network namespace with netnsSysctls applied and
-// pins it as id in p. The work happens on a locked OS thread that is never
-// unlocked: the thread that entered the new namespace exits with its
-// goroutine instead of going back to the scheduler.
+// pins it as id in p. The work happens on a thread of its own
+// (onOwnThread): the thread that entered the new namespace ends with it.
 func createNetns(p *pins, id string) error {
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	onOwnThread(func() {
 		errc <- func() error {
 			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 				return fmt.Errorf("unshare: %w", err)
@@ -47,7 +44,7 @@ func createNetns(p *pins, id string) error {
 			defer unix.Close(ns)
 			return p.pin(id, ns)
 		}()
-	}()
+	})
 	if err := <-errc; err != nil {
 		return fmt.Errorf("create netns %s: %w", id, err)
 	}

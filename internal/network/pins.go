@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +65,7 @@ func openPins(stateDir string) (*pins, error) {
 		return nil, err
 	}
 	ready := make(chan error, 1)
-	go p.serve(existing, ready)
+	onOwnThread(func() { p.serve(existing, ready) })
 	if err := <-ready; err != nil {
 		return nil, fmt.Errorf("pin namespace: %w", err)
 	}
@@ -79,8 +78,7 @@ func openPins(stateDir string) (*pins, error) {
 	f, err := os.OpenFile(p.file, os.O_RDONLY|os.O_CREATE, 0o444)
 	if err == nil {
 		f.Close()
-		src := "/proc/" + strconv.Itoa(p.pid) + "/task/" + strconv.Itoa(p.tid) + "/ns/mnt"
-		err = unix.Mount(src, p.file, "", unix.MS_BIND, "")
+		err = unix.Mount(p.task()+"/ns/mnt", p.file, "", unix.MS_BIND, "")
 	}
 	if err != nil {
 		p.stop()
@@ -91,11 +89,16 @@ func openPins(stateDir string) (*pins, error) {
 
 var errNoPinNS = errors.New("no pin namespace")
 
+// isNSFS reports whether path is a namespace file (a bind mount of one).
+func isNSFS(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == nsfsMagic
+}
+
 // openPinNS opens the mount namespace pinned at file, or errNoPinNS if
 // nothing is pinned there.
 func openPinNS(file string) (*os.File, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(file, &st); err != nil || st.Type != nsfsMagic {
+	if !isNSFS(file) {
 		return nil, errNoPinNS
 	}
 	f, err := os.Open(file)
@@ -110,29 +113,15 @@ func openPinNS(file string) (*os.File, error) {
 	return f, nil
 }
 
-// serve runs on a thread of its own for the daemon's life: it joins
-// existing (or makes a new pin namespace), reports on ready, then runs
-// requests in the namespace until stop. The thread is never handed back
-// to the scheduler: it ends with the goroutine.
+// serve runs on a thread of its own (onOwnThread) for the daemon's life:
+// it joins existing (or makes a new pin namespace), reports on ready, then
+// runs requests in the namespace until stop.
 func (p *pins) serve(existing *os.File, ready chan<- error) {
-	runtime.LockOSThread()
-	if unix.Gettid() == unix.Getpid() {
-		// The main thread never exits, and is the process's view in
-		// /proc/self: hold it so that the namespace gets another.
-		inner := make(chan error, 1)
-		go p.serve(existing, inner)
-		err := <-inner
-		runtime.UnlockOSThread()
-		ready <- err
-		return
-	}
-	err := unix.Unshare(unix.CLONE_FS) // root and cwd of this thread alone
-	if err == nil {
-		if existing != nil {
-			err = joinPinNS(existing)
-		} else {
-			err = makePinNS(p.dir)
-		}
+	var err error
+	if existing != nil {
+		err = joinPinNS(existing)
+	} else {
+		err = makePinNS(p.dir)
 	}
 	p.pid, p.tid = unix.Getpid(), unix.Gettid()
 	ready <- err
@@ -146,9 +135,12 @@ func (p *pins) serve(existing *os.File, ready chan<- error) {
 	close(p.stopped)
 }
 
-// joinPinNS moves the calling thread into the pin namespace f, whose root
-// becomes its root and cwd.
+// joinPinNS moves the calling thread (one of its own: onOwnThread) into
+// the pin namespace f, whose root becomes its root and cwd.
 func joinPinNS(f *os.File) error {
+	if err := unix.Unshare(unix.CLONE_FS); err != nil { // root and cwd of this thread alone
+		return fmt.Errorf("join: %w", err)
+	}
 	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
@@ -160,15 +152,16 @@ func joinPinNS(f *os.File) error {
 	return nil
 }
 
-// makePinNS moves the calling thread into a new mount namespace whose
-// root is a tmpfs mounted on dir, holding /netns and /proc, and from
-// which every mount of the host is gone.
+// makePinNS moves the calling thread (one of its own: onOwnThread) into a
+// new mount namespace whose root is a tmpfs mounted on dir, holding
+// /netns and /proc, and from which every mount of the host is gone.
 func makePinNS(dir string) error {
 	steps := []struct {
 		what string
 		do   func() error
 	}{
-		{"unshare", func() error { return unix.Unshare(unix.CLONE_NEWNS) }},
+		// CLONE_FS: the root and cwd to pivot are this thread's alone.
+		{"unshare", func() error { return unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS) }},
 		// Nothing done here may reach the host.
 		{"make / private", func() error { return unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, "") }},
 		{"mount tmpfs", func() error {
@@ -243,10 +236,13 @@ func unpinHost(file string) error {
 	return nil
 }
 
-// root is the pin namespace's root as any thread of any process sees it.
-func (p *pins) root() string {
-	return "/proc/" + strconv.Itoa(p.pid) + "/task/" + strconv.Itoa(p.tid) + "/root"
+// task is the /proc directory of the thread in the pin namespace.
+func (p *pins) task() string {
+	return "/proc/" + strconv.Itoa(p.pid) + "/task/" + strconv.Itoa(p.tid)
 }
+
+// root is the pin namespace's root as any thread of any process sees it.
+func (p *pins) root() string { return p.task() + "/root" }
 
 // path is the pin of sandbox id's namespace, as the runtime must name it.
 func (p *pins) path(id string) string { return p.root() + "/netns/" + id }
@@ -302,7 +298,7 @@ func removePin(path string) error {
 
 // pinned reports whether /netns/<id> is a mount in the pin namespace.
 func (p *pins) pinned(id string) (bool, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/task/" + strconv.Itoa(p.tid) + "/mountinfo")
+	b, err := os.ReadFile(p.task() + "/mountinfo")
 	if err != nil {
 		return false, err
 	}
@@ -330,8 +326,7 @@ func (m *Manager) migrateHostPins() error {
 	var errs []error
 	for _, e := range ents {
 		host := filepath.Join(m.pins.dir, e.Name())
-		var st unix.Statfs_t
-		if validID(e.Name()) && unix.Statfs(host, &st) == nil && st.Type == nsfsMagic {
+		if validID(e.Name()) && isNSFS(host) {
 			if err := m.pinFrom(e.Name(), host); err != nil {
 				errs = append(errs, err)
 				continue

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/google/nftables"
-	"golang.org/x/sys/unix"
 )
 
 // RemoveTable deletes a daemon's whole nftables table. It is for tearing
@@ -89,23 +87,12 @@ func inPinNS(stateDir string, fn func() error) error {
 	}
 	defer f.Close()
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if unix.Gettid() == unix.Getpid() {
-			err := inPinNS(stateDir, fn)
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		if err := unix.Unshare(unix.CLONE_FS); err != nil {
-			errc <- err
-			return
-		}
+	onOwnThread(func() {
 		if err := joinPinNS(f); err != nil {
 			errc <- err
 			return
 		}
 		errc <- fn()
-	}()
+	})
 	return <-errc
 }

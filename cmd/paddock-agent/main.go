@@ -42,8 +42,8 @@ shim is paddock-shim next to this binary when there is one, else this
 binary with the shim subcommand.
 
 install copies this binary to DEST (mode 0755), and paddock-shim from next
-to this binary (if there) next to DEST (mode 0755): the pod backend's init container
-puts the agent into a volume of the sandbox container.
+to this binary (if there) next to DEST (mode 0755): the pod backend's init
+container puts the agent into a volume of the sandbox container.
 
 Run "paddock-agent serve --help" for the serve flags.
 `

@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/paddock-sandbox/paddock/internal/shim"
 )
 
 // shimName is the separate shim binary the agent looks for next to itself.
-const shimName = "paddock-shim"
+const shimName = shim.Name
 
 // findShim returns paddock-shim next to this binary for the agent to run
 // as its command shim (agent.Config.ShimPath), or "": the agent then runs

@@ -2,7 +2,7 @@
 // the agent starts every command of a sandbox under it. It is installed
 // next to paddock-agent (in /.paddock of every container sandbox, and by
 // "paddock-agent install" in pod mode); without it the agent runs its own
-// binary as the shim, which starts about 8 ms slower.
+// binary as the shim, which starts about 7 ms slower.
 //
 //	paddock-shim [shim] [--status-fd N] [--control-fd N]
 //

@@ -16,10 +16,10 @@
 //
 // Every command runs under a small shim (package shim): the paddock-shim
 // binary next to paddock-agent (Config.ShimPath), else the agent's own
-// binary with the "shim" subcommand. The shim becomes
-// a child subreaper, receives the command's spec and stdio on a control
-// socket (fd 4), starts the real command in its own process group and
-// reports the command's pid and exit status over an extra pipe (fd 3). The agent keeps
+// binary with the "shim" subcommand. The shim becomes a child subreaper,
+// receives the command's spec and stdio on a control socket (fd 4), starts
+// the real command in its own process group and reports the command's pid
+// and exit status over an extra pipe (fd 3). The agent keeps
 // one shim started ahead (the spare, shimpool.go), so an exec only sends
 // its spec and does not wait for a process to start; with Config.SpareIdle
 // (PUT /spare changes it) an unused spare is retired, and the next exec

@@ -59,9 +59,13 @@ func checkDescriptors(statusFD, controlFD int) error {
 	return nil
 }
 
+// Name is the shim binary's name, next to paddock-agent, and each shim's
+// process name.
+const Name = "paddock-shim"
+
 // Argv is the command line the agent starts a shim with. Both binaries
 // take it: paddock-agent dispatches on "shim", paddock-shim skips it.
-func Argv() []string { return []string{"paddock-shim", "shim"} }
+func Argv() []string { return []string{Name, "shim"} }
 
 // Run is the main of a shim (args follow "shim"):
 //
@@ -114,7 +118,7 @@ func Run(args []string) int {
 	status := os.NewFile(uintptr(*statusFD), "status")
 	enc := json.NewEncoder(status)
 
-	_ = os.WriteFile("/proc/self/comm", []byte("paddock-shim"), 0) // not "exe" in ps
+	_ = os.WriteFile("/proc/self/comm", []byte(Name), 0) // not "exe" in ps
 	// Sealed: a shim is dumpable (open to ptrace and to /proc/<pid>/fd
 	// from the sandbox) from its exec until this call.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)

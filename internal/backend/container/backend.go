@@ -198,7 +198,10 @@ func New(cfg Config) (*Backend, error) {
 	b.cgroupV1 = err != nil
 	_, err = os.Stat(filepath.Join(cgroupRoot, "memory", "memory.memsw.limit_in_bytes"))
 	b.hasMemsw = err == nil
-	guest := guestBinariesOf(cfg)
+	guest, err := guestBinariesOf(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("base template: %w", err)
+	}
 	base, err := buildBase(cfg.StateDir, guest)
 	if err != nil {
 		return nil, fmt.Errorf("base template: %w", err)

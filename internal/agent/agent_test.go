@@ -71,6 +71,7 @@ type harness struct {
 	t       testing.TB
 	c       *http.Client
 	workdir string
+	since   int64 // clock ticks since boot when the harness started
 }
 
 func newHarness(t *testing.T, cfg agent.Config) *harness {
@@ -81,6 +82,7 @@ func newHarness(t *testing.T, cfg agent.Config) *harness {
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	sock := filepath.Join(sockDir, "agent.sock")
+	since := uptimeTicks(t)
 	cfg.Workdir = filepath.Join(t.TempDir(), "workspace")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -96,7 +98,7 @@ func newHarness(t *testing.T, cfg agent.Config) *harness {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	h := &harness{t: t, c: agent.NewHTTPClient(sock), workdir: cfg.Workdir}
+	h := &harness{t: t, c: agent.NewHTTPClient(sock), workdir: cfg.Workdir, since: since}
 	h.waitHealthy()
 	return h
 }

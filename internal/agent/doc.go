@@ -21,9 +21,10 @@
 // the real command in its own process group and reports the command's pid
 // and exit status over an extra pipe (fd 3). The agent keeps
 // one shim started ahead (the spare, shimpool.go), so an exec only sends
-// its spec and does not wait for a process to start; with Config.SpareIdle
-// (PUT /spare changes it) an unused spare is retired, and the next exec
-// starts its own shim. On SIGTERM the
+// its spec and does not wait for a process to start; a shim whose command
+// ended by itself and left no process behind comes back as the spare. With
+// Config.SpareIdle (PUT /spare changes it) an unused spare is retired, and
+// the next exec starts its own shim. On SIGTERM the
 // shim SIGKILLs every descendant it has, including processes that called
 // setsid or double-forked (they are reparented to the shim), and reports.
 // That is how timeouts, cancelled requests and SIGKILL kill requests end the

@@ -144,27 +144,26 @@ func (s *Server) launchPTY(id string, spec *execSpec, cols, rows int) (*ptyProc,
 		return nil, err
 	}
 	startedAt := time.Now()
-	sh, first, dec, err := s.startCommand(spec, true, s.cfg.NProc, [3]*os.File{slave, slave, slave})
+	sh, first, err := s.startCommand(spec, true, s.cfg.NProc, [3]*os.File{slave, slave, slave})
 	slave.Close()
 	if err != nil {
 		master.Close()
 		return nil, err
 	}
-	shimPid, shimExit, statusR := sh.pid, sh.exit, sh.status
-	p := &ptyProc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: shimPid, master: master,
+	p := &ptyProc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: sh.pid, master: master,
 		done: make(chan struct{}), cols: cols, rows: rows}
 	go func() {
 		var st shim.Status
-		if err := dec.Decode(&st); err != nil || (st.ExitCode == nil && st.Signal == "") {
+		if err := sh.dec.Decode(&st); err != nil || (st.ExitCode == nil && st.Signal == "") {
 			_ = unix.Kill(-p.pid, unix.SIGKILL)
 			st = shim.Status{Signal: shim.SignalName(unix.SIGKILL)}
 		}
-		statusR.Close()
+		sh.release() // a terminal's shim exits with its command
 		p.mu.Lock()
 		p.exited, p.status = true, st
 		p.mu.Unlock()
 		close(p.done)
-		<-shimExit
+		<-sh.exit
 		p.mu.Lock()
 		p.shimGone = true
 		p.mu.Unlock()

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,7 +77,7 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	}
 	oomBefore := s.oom.kills()
 	startedAt := time.Now()
-	sh, first, dec, err := s.startCommand(spec, false, s.commandNProc(), [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]})
+	sh, first, err := s.startCommand(spec, false, s.commandNProc(), [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]})
 	pipes[0][0].Close()
 	pipes[1][1].Close()
 	pipes[2][1].Close()
@@ -88,9 +87,8 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 		return nil, err
 	}
 	stdinW, stdoutR, stderrR := pipes[0][1], pipes[1][0], pipes[2][0]
-	shimPid, shimExit, statusR := sh.pid, sh.exit, sh.status
 
-	p := &proc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: shimPid, done: make(chan struct{}), oomBefore: oomBefore}
+	p := &proc{id: id, spec: spec, startedAt: startedAt, pid: first.PID, shimPid: sh.pid, done: make(chan struct{}), oomBefore: oomBefore}
 	p.out = newOutputLog(spec.maxOutput, api.Event{Type: api.EventStart, ProcessID: id, PID: first.PID, Time: &startedAt})
 	var outputs sync.WaitGroup
 	outputs.Add(2)
@@ -114,23 +112,35 @@ func (s *Server) launch(id string, spec *execSpec) (*proc, error) {
 	if spec.timeout > 0 {
 		p.timer = time.AfterFunc(spec.timeout, func() { _ = p.signal(sigKill, true) })
 	}
-	go s.waitProc(p, dec, statusR, shimExit, eof)
+	go s.waitProc(p, sh, eof)
 	return p, nil
 }
 
 // waitProc waits for the shim's report, collects the output that follows
-// (drainOutput), and records the result.
-func (s *Server) waitProc(p *proc, dec *json.Decoder, statusR *os.File, shimExit <-chan exitStatus, eof <-chan struct{}) {
+// (drainOutput), and records the result. A shim that may take another
+// command (it says so, and the agent never told it to stop) becomes the
+// spare again; any other is released.
+func (s *Server) waitProc(p *proc, sh *shimProc, eof <-chan struct{}) {
 	var st shim.Status
-	err := dec.Decode(&st)
+	err := sh.dec.Decode(&st)
 	ended := time.Now()
-	statusR.Close()
+	shimExit := sh.exit
 	p.mu.Lock()
-	p.exited = true
+	p.exited = true // from here on, nothing signals sh for p
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	reuse := err == nil && st.Reuse && !p.killed && !p.timedOut
+	if reuse {
+		p.shimGone = true // no longer p's
+	}
 	p.mu.Unlock()
+	if reuse {
+		s.reuseShim(sh)
+		shimExit = nil
+	} else {
+		sh.release()
+	}
 	if err != nil || (st.ExitCode == nil && st.Signal == "") {
 		// The shim died (OOM killer?) without reporting: kill what it ran.
 		es := <-shimExit

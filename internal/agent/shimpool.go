@@ -21,17 +21,22 @@ import (
 type shimProc struct {
 	pid    int
 	exit   <-chan exitStatus
-	ctl    *os.File // the agent's end of the control socket
-	status *os.File // read end of the status pipe
+	ctl    *os.File      // the agent's end of the control socket
+	status *os.File      // read end of the status pipe
+	dec    *json.Decoder // of status, for every command the shim runs
+	// nproc is the RLIMIT_NPROC the shim set for its last command (0:
+	// none yet). A shim can lower its limit but not raise it.
+	nproc int
 }
 
 // shimPool holds one spare shim: a shim started ahead, already past the
 // exec of the agent binary and the start of the Go runtime, blocked
-// reading its spec. An exec takes it and only sends the spec; the spare is
-// refilled in the background. The spare is as sealed as any shim (it is
-// undumpable, so nothing in the sandbox can ptrace it or open its control
-// socket); a sandbox process can only kill it, and the next exec then
-// starts a shim of its own.
+// reading its spec. An exec takes it and only sends the spec; the shim
+// comes back as the spare once its command ended, if it may take another
+// (reuseShim), and otherwise a new spare starts in the background. The
+// spare is as sealed as any shim (it is undumpable, so nothing in the
+// sandbox can ptrace it or open its control socket); a sandbox process can
+// only kill it, and the next exec then starts a shim of its own.
 //
 // An idle sandbox's spare is retired after idle without an exec (when idle
 // is positive): it holds a process and its threads (8 tasks, about 0.9 MiB
@@ -102,7 +107,13 @@ func (s *Server) startShim() (*shimProc, error) {
 		}
 		return nil, fmt.Errorf("start shim %s: %w", path, err)
 	}
-	return &shimProc{pid: pid, exit: exit, ctl: ctl, status: statusR}, nil
+	return &shimProc{pid: pid, exit: exit, ctl: ctl, status: statusR, dec: json.NewDecoder(statusR)}, nil
+}
+
+// fits reports whether sh can run a command whose RLIMIT_NPROC is nproc
+// (0: none).
+func (sh *shimProc) fits(nproc int) bool {
+	return sh.nproc == 0 || (nproc > 0 && nproc <= sh.nproc)
 }
 
 // release closes the agent's ends: a shim still waiting for its spec then
@@ -123,10 +134,11 @@ func (sh *shimProc) gone() bool {
 	}
 }
 
-// takeShim returns the spare shim, or a new one if there is none, and
-// refills the spare in the background, refillDelay later when the spare
-// was taken. spare tells which.
-func (s *Server) takeShim() (sh *shimProc, spare bool, err error) {
+// takeShim returns the spare shim, or a new one if there is none or the
+// spare cannot take a command with RLIMIT_NPROC nproc, and has the spare
+// refilled in the background refillDelay later, unless a shim whose
+// command ended has come back by then. spare tells which.
+func (s *Server) takeShim(nproc int) (sh *shimProc, spare bool, err error) {
 	s.shims.mu.Lock()
 	sh, s.shims.spare = s.shims.spare, nil
 	s.shims.stopRetireLocked()
@@ -134,7 +146,7 @@ func (s *Server) takeShim() (sh *shimProc, spare bool, err error) {
 	// Either way the refill waits: starting a process holds the agent's
 	// only P, and this exec's command is about to start.
 	s.refillShimAfter(time.After(refillDelay))
-	if sh != nil && !sh.gone() {
+	if sh != nil && !sh.gone() && sh.fits(nproc) {
 		return sh, true, nil
 	}
 	if sh != nil {
@@ -142,6 +154,21 @@ func (s *Server) takeShim() (sh *shimProc, spare bool, err error) {
 	}
 	sh, err = s.startShim()
 	return sh, false, err
+}
+
+// reuseShim makes sh, whose command ended and which waits for its next
+// spec (it said so: shim.Status.Reuse), the spare, or releases it when
+// there is a spare already.
+func (s *Server) reuseShim(sh *shimProc) {
+	s.shims.mu.Lock()
+	if s.shims.spare == nil && !s.shims.closed && !sh.gone() {
+		s.shims.spare, sh = sh, nil
+		s.armRetireLocked()
+	}
+	s.shims.mu.Unlock()
+	if sh != nil {
+		sh.release()
+	}
 }
 
 // refillShim starts a spare shim in the background unless there is one or
@@ -162,6 +189,15 @@ func (s *Server) refillShimAfter(taken <-chan time.Time) {
 	go func() {
 		if taken != nil {
 			<-taken
+			s.shims.mu.Lock()
+			back := s.shims.spare != nil || s.shims.closed // a shim came back
+			if back {
+				s.shims.filling = false
+			}
+			s.shims.mu.Unlock()
+			if back {
+				return
+			}
 		}
 		sh, err := s.startShim()
 		s.shims.mu.Lock()
@@ -280,65 +316,69 @@ var errShimLost = errors.New("the shim was killed before it started the command"
 
 // startCommand starts spec under a shim (the spare if there is one) with
 // stdio as the command's stdin, stdout and stderr, with tty as a session
-// leader whose controlling terminal is stdin. It returns the shim, its
-// first report (the command's pid) and the decoder of its next report.
-// The caller still owns stdio and closes its copies.
-func (s *Server) startCommand(spec *execSpec, tty bool, nproc int, stdio [3]*os.File) (*shimProc, shim.Status, *json.Decoder, error) {
+// leader whose controlling terminal is stdin. It returns the shim and its
+// first report (the command's pid); the shim's decoder gives its next
+// report. The caller still owns stdio and closes its copies, and ends the
+// shim with reuseShim or release.
+func (s *Server) startCommand(spec *execSpec, tty bool, nproc int, stdio [3]*os.File) (*shimProc, shim.Status, error) {
 	ss := shim.Spec{Path: spec.path, Argv: spec.argv, Env: spec.env, Dir: spec.dir, NProc: nproc, TTY: tty}
-	sh, spare, err := s.takeShim()
+	sh, spare, err := s.takeShim(nproc)
 	if err != nil {
-		return nil, shim.Status{}, nil, err
+		return nil, shim.Status{}, err
 	}
-	first, dec, err := s.runOnShim(sh, ss, stdio)
+	first, err := s.runOnShim(sh, ss, stdio)
 	if spare && errors.Is(err, errShimLost) {
 		if sh, err = s.startShim(); err != nil {
-			return nil, shim.Status{}, nil, err
+			return nil, shim.Status{}, err
 		}
-		first, dec, err = s.runOnShim(sh, ss, stdio)
+		first, err = s.runOnShim(sh, ss, stdio)
 	}
 	if err != nil {
-		return nil, shim.Status{}, nil, err
+		return nil, shim.Status{}, err
 	}
-	return sh, first, dec, nil
+	if nproc > 0 {
+		sh.nproc = nproc
+	}
+	return sh, first, nil
 }
 
-// runOnShim sends ss to sh and waits for its first report.
-func (s *Server) runOnShim(sh *shimProc, ss shim.Spec, stdio [3]*os.File) (shim.Status, *json.Decoder, error) {
+// runOnShim sends ss to sh and waits for its first report; on an error
+// sh is released and gone.
+func (s *Server) runOnShim(sh *shimProc, ss shim.Spec, stdio [3]*os.File) (shim.Status, error) {
 	var first shim.Status
 	serr := shim.SendSpec(sh.ctl, ss, stdio)
-	sh.ctl.Close()
-	dec := json.NewDecoder(sh.status)
 	derr := serr
 	if serr == nil {
 		_ = sh.status.SetReadDeadline(time.Now().Add(shim.StartTimeout))
-		derr = dec.Decode(&first)
+		derr = sh.dec.Decode(&first)
 		_ = sh.status.SetReadDeadline(time.Time{})
 	}
 	if derr == nil && first.PID > 0 {
-		return first, dec, nil
+		return first, nil
 	}
-	sh.status.Close()
+	sh.release()
 	if first.Error == "" {
 		_ = unix.Kill(sh.pid, unix.SIGKILL)
 	}
 	es := <-sh.exit
 	switch {
 	case first.Limit:
-		return first, nil, s.pidsLimit()
+		return first, s.pidsLimit()
 	case first.Error != "":
-		return first, nil, badRequest("%s", first.Error)
+		return first, badRequest("%s", first.Error)
 	case serr != nil && !errors.Is(serr, os.ErrDeadlineExceeded),
 		errors.Is(derr, io.EOF) && es.ok && es.ws.Signaled():
-		return first, nil, fmt.Errorf("%w: %w", errShimLost, derr)
+		return first, fmt.Errorf("%w: %w", errShimLost, derr)
 	case errors.Is(derr, io.EOF) && es.ok && !es.ws.Signaled():
 		// The shim died before its first report: the Go runtime exits
 		// when it cannot make a thread, which only the pids limit causes
 		// here.
-		return first, nil, s.pidsLimit()
+		return first, s.pidsLimit()
 	}
-	return first, nil, fmt.Errorf("shim did not start the command: %w", derr)
+	return first, fmt.Errorf("shim did not start the command: %w", derr)
 }
 
-// refillDelay is how long after an exec takes the spare a new one starts:
-// most commands a model runs end within it.
-const refillDelay = 30 * time.Millisecond
+// refillDelay is how long after an exec takes the spare a new one starts,
+// unless the shim came back first: most commands a model runs end within
+// it, and their shim is the next spare.
+const refillDelay = 100 * time.Millisecond

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -13,20 +14,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spareShims lists the spare shims of this test process: its children
-// named paddock-shim that hold the control socket on fd 4 (a shim running
-// a command has closed it).
-func spareShims(t *testing.T) []int {
-	t.Helper()
+// spareShims lists the spare shims of h's agent: children of this test
+// process named paddock-shim, started since h, that hold the control
+// socket on fd 4 and have no child, not even a zombie (a shim keeps the
+// socket while its command runs, to take the next one after it). Shims of
+// earlier tests' agents may still be ending.
+func (h *harness) spareShims() []int {
+	h.t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	self := strconv.Itoa(os.Getpid())
-	var out []int
+	var shims []int
+	parents := map[string]bool{}
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -36,42 +39,89 @@ func spareShims(t *testing.T) []int {
 		s := string(stat)
 		i := strings.LastIndexByte(s, ')')
 		f := strings.Fields(s[i+1:])
-		if !strings.Contains(s, "(paddock-shim)") || len(f) < 2 || f[1] != self || f[0] == "Z" {
+		if len(f) < 20 {
+			continue
+		}
+		parents[f[1]] = true // a zombie child too: its shim has yet to reap it
+		if !strings.Contains(s, "(paddock-shim)") || f[1] != self || f[0] == "Z" {
+			continue
+		}
+		if start, _ := strconv.ParseInt(f[19], 10, 64); start < h.since {
 			continue
 		}
 		if link, err := os.Readlink("/proc/" + e.Name() + "/fd/4"); err == nil && strings.HasPrefix(link, "socket:") {
+			pid, _ := strconv.Atoi(e.Name())
+			shims = append(shims, pid)
+		}
+	}
+	var out []int
+	for _, pid := range shims {
+		if !parents[strconv.Itoa(pid)] {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// waitSpare waits for a spare shim to be ready and returns its pid.
-func waitSpare(t *testing.T) int {
+// uptimeTicks is the time since boot in clock ticks (1/100 s), as the
+// start times in /proc/<pid>/stat.
+func uptimeTicks(t *testing.T) int64 {
 	t.Helper()
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secs float64
+	if _, err := fmt.Sscan(string(b), &secs); err != nil {
+		t.Fatalf("/proc/uptime %q: %v", b, err)
+	}
+	return int64(secs*100) - 1
+}
+
+// waitSpare waits for h's spare shim to be ready and returns its pid.
+func (h *harness) waitSpare() int {
+	h.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if pids := spareShims(t); len(pids) == 1 {
+		if pids := h.spareShims(); len(pids) == 1 {
 			return pids[0]
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no single spare shim: %v", spareShims(t))
+	h.t.Fatalf("no single spare shim: %v", h.spareShims())
 	return 0
 }
 
 // TestSpareShim checks that the agent keeps one spare shim, that an exec
-// uses it and a new one replaces it, that an exec still works after the
-// spare was killed, and that the spare never shows in the process list.
+// uses it and that the shim is the spare again once its command ended,
+// that a command which leaves a process running gets a new spare started
+// in its place (and its process lives on), that an exec still works after
+// the spare was killed, and that the spare never shows in the process
+// list.
 func TestSpareShim(t *testing.T) {
 	h := newHarness(t, agent.Config{})
-	first := waitSpare(t)
+	first := h.waitSpare()
 	if res := h.exec(api.ExecRequest{Command: "echo $PPID"}); strings.TrimSpace(res.Stdout) != strconv.Itoa(first) {
 		t.Errorf("exec ran under %q, want the spare shim %d", res.Stdout, first)
 	}
-	second := waitSpare(t)
+	if again := h.waitSpare(); again != first {
+		t.Errorf("the spare after an exec is %d, want its shim %d back", again, first)
+	}
+	if res := h.exec(api.ExecRequest{Command: "echo $PPID"}); strings.TrimSpace(res.Stdout) != strconv.Itoa(first) {
+		t.Errorf("second exec ran under %q, want the same shim %d", res.Stdout, first)
+	}
+	res := h.exec(api.ExecRequest{Command: "sleep 300 >/dev/null 2>&1 & echo $!"})
+	bg, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if err != nil {
+		t.Fatalf("background pid %q: %v", res.Stdout, err)
+	}
+	t.Cleanup(func() { _ = unix.Kill(bg, unix.SIGKILL) })
+	second := h.waitSpare()
 	if second == first {
-		t.Fatalf("spare %d not replaced", first)
+		t.Fatalf("spare %d kept after its command left a process running", first)
+	}
+	if err := unix.Kill(bg, 0); err != nil {
+		t.Errorf("the process left running is gone: %v", err)
 	}
 	var list api.ListProcessesResponse
 	h.must(200, "GET", "/processes", nil, &list)
@@ -87,6 +137,31 @@ func TestSpareShim(t *testing.T) {
 		if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" || deref(res.ExitCode) != 0 {
 			t.Fatalf("exec after the spare was killed: %+v", res)
 		}
+	}
+}
+
+// TestShimReuseAfterKill checks that the shim of a command that timed out
+// or was killed is never used again (it was told to stop), and that
+// killing a later command does not kill what an earlier one left running.
+func TestShimReuseAfterKill(t *testing.T) {
+	h := newHarness(t, agent.Config{})
+	res := h.exec(api.ExecRequest{Command: "sleep 300 >/dev/null 2>&1 & echo $! $PPID"})
+	var bg, firstShim int
+	if _, err := fmt.Sscan(res.Stdout, &bg, &firstShim); err != nil {
+		t.Fatalf("output %q: %v", res.Stdout, err)
+	}
+	t.Cleanup(func() { _ = unix.Kill(bg, unix.SIGKILL) })
+	spare := h.waitSpare()
+	res = h.exec(api.ExecRequest{Command: "echo $PPID; exec sleep 30", TimeoutSeconds: 0.3})
+	if !res.TimedOut || strings.TrimSpace(res.Stdout) != strconv.Itoa(spare) {
+		t.Fatalf("timed exec: %+v, want a timeout under the spare %d", res, spare)
+	}
+	if err := unix.Kill(bg, 0); err != nil {
+		t.Errorf("a later command's timeout killed what an earlier one left running: %v", err)
+	}
+	next := h.waitSpare()
+	if next == spare || next == firstShim {
+		t.Errorf("the spare after a timeout is %d: a stopped shim (%d) or one that left a process (%d) came back", next, spare, firstShim)
 	}
 }
 
@@ -123,7 +198,7 @@ func TestSpareShimStopSignals(t *testing.T) {
 	h := newHarness(t, agent.Config{})
 	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
-			spare := waitSpare(t)
+			spare := h.waitSpare()
 			if err := unix.Kill(spare, sig); err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +206,7 @@ func TestSpareShimStopSignals(t *testing.T) {
 				t.Fatalf("exec after %v to the spare: %+v", sig, res)
 			}
 			deadline := time.Now().Add(10 * time.Second)
-			for slices.Contains(spareShims(t), spare) {
+			for slices.Contains(h.spareShims(), spare) {
 				if time.Now().After(deadline) {
 					t.Fatalf("spare %d still waits after %v", spare, sig)
 				}
@@ -141,13 +216,13 @@ func TestSpareShimStopSignals(t *testing.T) {
 	}
 }
 
-// waitNoSpare waits up to d for the spare shim to be gone.
-func waitNoSpare(t *testing.T, d time.Duration) {
-	t.Helper()
+// waitNoSpare waits up to d for h's spare shim to be gone.
+func (h *harness) waitNoSpare(d time.Duration) {
+	h.t.Helper()
 	deadline := time.Now().Add(d)
-	for len(spareShims(t)) != 0 {
+	for len(h.spareShims()) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("spare shims %v still there after %v", spareShims(t), d)
+			h.t.Fatalf("spare shims %v still there after %v", h.spareShims(), d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -158,24 +233,24 @@ func waitNoSpare(t *testing.T, d time.Duration) {
 // spare back, and that PUT /spare turns retirement on and off.
 func TestSpareShimRetires(t *testing.T) {
 	h := newHarness(t, agent.Config{SpareIdle: 300 * time.Millisecond})
-	waitSpare(t)
-	waitNoSpare(t, 10*time.Second)
+	h.waitSpare()
+	h.waitNoSpare(10 * time.Second)
 	if res := h.exec(api.ExecRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" || deref(res.ExitCode) != 0 {
 		t.Fatalf("exec after the spare retired: %+v", res)
 	}
-	waitSpare(t)
-	waitNoSpare(t, 10*time.Second)
+	h.waitSpare()
+	h.waitNoSpare(10 * time.Second)
 
 	// Idle 0 keeps the spare; a positive one retires it again.
 	h.must(204, "PUT", "/spare", agent.SparePolicy{IdleMS: 0}, nil)
 	h.exec(api.ExecRequest{Argv: []string{"true"}})
-	spare := waitSpare(t)
+	spare := h.waitSpare()
 	time.Sleep(time.Second)
-	if pids := spareShims(t); !slices.Equal(pids, []int{spare}) {
+	if pids := h.spareShims(); !slices.Equal(pids, []int{spare}) {
 		t.Fatalf("with idle 0 the spare %d changed: %v", spare, pids)
 	}
 	h.must(204, "PUT", "/spare", agent.SparePolicy{IdleMS: 200}, nil)
-	waitNoSpare(t, 10*time.Second)
+	h.waitNoSpare(10 * time.Second)
 
 	for _, body := range []any{
 		agent.SparePolicy{IdleMS: -1},
@@ -184,5 +259,31 @@ func TestSpareShimRetires(t *testing.T) {
 		"x",
 	} {
 		h.must(400, "PUT", "/spare", body, nil)
+	}
+}
+
+// TestShimReuseKeepsLimits: with a process limit, each command runs
+// under the RLIMIT_NPROC the agent computes for it, and a shim comes back
+// as the spare while that limit does not grow (a shim cannot raise it).
+func TestShimReuseKeepsLimits(t *testing.T) {
+	h := newHarness(t, agent.Config{NProc: 64})
+	limit := func() (lim, shimPid int) {
+		t.Helper()
+		res := h.exec(api.ExecRequest{Command: "grep 'Max processes' /proc/self/limits; echo $PPID"})
+		var soft, hard int
+		if _, err := fmt.Sscanf(res.Stdout, "Max processes %d %d processes\n%d", &soft, &hard, &shimPid); err != nil || soft != hard {
+			t.Fatalf("output %q: %v", res.Stdout, err)
+		}
+		return soft, shimPid
+	}
+	h.waitSpare()
+	l1, s1 := limit()
+	h.waitSpare()
+	l2, s2 := limit()
+	if l1 < 64+16 || l2 != l1 {
+		t.Errorf("limits %d then %d, want the same, at least 64 and two shims' tasks", l1, l2)
+	}
+	if s2 != s1 {
+		t.Errorf("second exec under shim %d, want %d back", s2, s1)
 	}
 }

@@ -7,7 +7,9 @@
 // starts the command in its own process group or session, and reports
 // the command's pid and then its exit status or signal as JSON lines
 // (Status) on fd 3. On SIGTERM, SIGINT or SIGHUP it SIGKILLs every
-// descendant before reporting.
+// descendant before reporting. A shim whose command ended by itself and
+// left no process behind says so (Status.Reuse) and waits for another spec;
+// any other exits.
 //
 // The package imports nothing beyond the standard library's basics and
 // x/sys/unix, so that paddock-shim is a small binary that starts in a

@@ -31,6 +31,9 @@ type Status struct {
 	Error    string `json:"error,omitempty"`
 	// Limit marks an Error caused by the sandbox's process limit.
 	Limit bool `json:"limit,omitempty"`
+	// Reuse, on the command's end, says that the shim waits for another
+	// spec on its control socket; without it the shim exits.
+	Reuse bool `json:"reuse,omitempty"`
 }
 
 // Env is the whole environment of a shim: the Go runtime reads it at
@@ -77,10 +80,11 @@ func Argv() []string { return []string{Name, "shim"} }
 // Spec). It then starts the command in its own process group with the
 // stdio, cwd, environment and RLIMIT_NPROC of the spec, and reports on the
 // status fd. On SIGTERM, SIGINT or SIGHUP it SIGKILLs every descendant
-// before reporting. It exits once the command ended; background processes
-// the command left behind are then reparented. The agent keeps one shim
-// started ahead (a spare), so an exec does not wait for a new process to
-// start.
+// before reporting. Once the command ended by itself and left nothing
+// behind, it says so (Status.Reuse) and waits for the next spec, as a
+// spare; otherwise it exits, and background processes the command left
+// behind are reparented. The agent keeps one shim started ahead (a spare),
+// so an exec does not wait for a new process to start.
 func Run(args []string) int {
 	// Every thread of the shim counts against the sandbox's pids and
 	// RLIMIT_NPROC, as a command's process does, and a Go program that
@@ -136,69 +140,122 @@ func Run(args []string) int {
 	spareThreads(4)
 	warmJSON()
 
-	spec, stdio, err := recvSpec(*controlFD)
-	unix.Close(*controlFD)
-	if errors.Is(err, io.EOF) {
-		return 0 // a spare the agent no longer needs
+	stop := make(chan os.Signal, 1)
+	for {
+		spec, stdio, err := recvSpec(*controlFD)
+		if errors.Is(err, io.EOF) {
+			return 0 // a spare the agent no longer needs
+		}
+		if err != nil {
+			_ = enc.Encode(Status{Error: err.Error()})
+			return 2
+		}
+		st, code := runCommand(enc, spec, stdio, chld, stop)
+		_ = enc.Encode(st)
+		if !st.Reuse {
+			return code
+		}
 	}
-	if err != nil {
-		_ = enc.Encode(Status{Error: err.Error()})
-		return 2
+}
+
+// runCommand starts spec's command with stdio and waits for it: it
+// reports the command's pid on the way (or returns an error status and
+// the shim's exit code if it did not start) and returns the command's end.
+// The end says Reuse when the shim may take another command: the command
+// ended by itself, the shim was not told to stop, and nothing the command
+// started is left (its orphans would otherwise be killed with the next
+// command's tree, and the shim is not theirs to wait for).
+func runCommand(enc *json.Encoder, spec Spec, stdio [3]int, chld <-chan os.Signal, stop chan os.Signal) (Status, int) {
+	closeStdio := func() {
+		for _, fd := range stdio { // the command's alone: EOF reaches the agent when it ends
+			unix.Close(fd)
+		}
 	}
 	if spec.NProc > 0 {
+		// Lowering the limit always works; raising it past the hard limit
+		// needs a capability the sandbox lacks, so the agent only hands a
+		// shim a command whose limit is at most its last one.
 		lim := uint64(spec.NProc)
-		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim})
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
+			closeStdio()
+			return Status{Error: fmt.Sprintf("set the command's process limit to %d: %v", lim, err)}, 2
+		}
 	}
-	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-
 	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
 		Sys:   sysProcAttr(spec.TTY),
 	})
-	for _, fd := range stdio { // the command's alone: EOF reaches the agent when it ends
-		unix.Close(fd)
-	}
+	closeStdio()
 	if err != nil {
 		st := Status{Error: fmt.Sprintf("exec %s: %v", spec.Argv[0], err)}
 		if errors.Is(err, unix.EAGAIN) {
 			st.Limit = true
 		}
-		_ = enc.Encode(st)
-		return 127
+		return st, 127
 	}
 	_ = enc.Encode(Status{PID: pid})
-	_ = enc.Encode(statusOf(awaitCommand(pid, chld, stop)))
-	return 0
+	ws, stopped := awaitCommand(pid, chld, stop)
+	// Back to a spare's signals before the end is reported: a stop signal
+	// now ends the shim by its default action, and one sent for the
+	// command that ended is dropped.
+	signal.Stop(stop)
+	select {
+	case <-stop:
+	default:
+	}
+	st := statusOf(ws)
+	st.Reuse = !stopped && childless()
+	return st, 0
+}
+
+// childless reaps every child that has exited and reports whether none
+// is left. Once the command was reaped, every process it left behind is a
+// child of the shim (a subreaper): its orphans were reparented to the
+// shim before its own exit could be waited for.
+func childless() bool {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ECHILD:
+			return true
+		case err != nil || pid == 0:
+			return false
+		}
+	}
 }
 
 // awaitCommand reaps the shim's children (the command and the orphans
 // reparented to it) as SIGCHLD arrives, without blocking in wait4 (a
 // blocked syscall holds a thread, and the runtime would need another one
 // to handle a signal), until the command ended, and returns its status.
-// On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every descendant.
-// Orphans that end after the command are reaped by PID 1 once the shim
-// has exited.
-func awaitCommand(main int, chld, stop <-chan os.Signal) unix.WaitStatus {
+// On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every descendant, and
+// reports that it was stopped. Orphans that end after the command are
+// reaped by PID 1 once the shim has exited.
+func awaitCommand(main int, chld, stop <-chan os.Signal) (ws unix.WaitStatus, stopped bool) {
 	tick := time.NewTicker(time.Second) // a SIGCHLD lost to coalescing
 	defer tick.Stop()
 	var stuck <-chan time.Time
 	for {
 		if ws, ok := reapChildren(main); ok {
-			return ws
+			return ws, stopped
 		}
 		select {
 		case <-chld:
 		case <-tick.C:
 		case <-stop:
 			if stuck == nil {
+				stopped = true
 				killDescendants(os.Getpid(), main)
 				stuck = time.After(5 * time.Second)
 			}
 		case <-stuck: // stuck in the kernel
-			return unix.WaitStatus(unix.SIGKILL)
+			return unix.WaitStatus(unix.SIGKILL), true
 		}
 	}
 }

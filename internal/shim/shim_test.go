@@ -5,9 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,15 +138,106 @@ func TestRunCommand(t *testing.T) {
 			case st.ExitCode == nil || *st.ExitCode != tt.code:
 				t.Errorf("status %+v, want exit code %d", st, tt.code)
 			}
+			if !st.Reuse {
+				t.Errorf("status %+v: a shim whose command left nothing behind does not say it takes another", st)
+			}
 			got := make([]byte, 64)
 			n, _ := out.Read(got)
 			if string(got[:max(n, 0)]) != tt.out {
 				t.Errorf("output %q, want %q", got[:max(n, 0)], tt.out)
 			}
+			s.ctl.Close() // released: the shim waiting for its next spec exits
 			if code := s.exit(); code != 0 {
 				t.Errorf("shim exited %d, want 0", code)
 			}
 		})
+	}
+}
+
+// run sends script to s and returns its two status lines and output.
+func (s *started) run(t *testing.T, script string) (first, end Status, output string) {
+	t.Helper()
+	fds, out := stdio(t)
+	if err := SendSpec(s.ctl, shSpec(script), fds); err != nil {
+		t.Fatal(err)
+	}
+	fds[1].Close()
+	first = s.next(t)
+	if first.PID <= 0 {
+		t.Fatalf("first status %+v, want a pid", first)
+	}
+	end = s.next(t)
+	b, _ := io.ReadAll(out)
+	return first, end, string(b)
+}
+
+// TestRunReuse: a shim whose command ended and left nothing behind takes
+// the next command, each under its own limits; one whose command left a
+// process running exits, and that process lives on; a stop signal to a
+// shim waiting between commands ends it, as it ends a spare.
+func TestRunReuse(t *testing.T) {
+	s := startShim(t)
+	for i, script := range []string{"echo one $PPID", "echo two $PPID; exit 4", "true"} {
+		_, end, out := s.run(t, script)
+		if !end.Reuse || end.ExitCode == nil {
+			t.Fatalf("command %d: status %+v, want an exit and reuse", i, end)
+		}
+		switch i {
+		case 0:
+			if want := fmt.Sprintf("one %d\n", s.cmd.Process.Pid); out != want {
+				t.Errorf("output %q, want %q", out, want)
+			}
+		case 1:
+			if want := fmt.Sprintf("two %d\n", s.cmd.Process.Pid); out != want || *end.ExitCode != 4 {
+				t.Errorf("output %q, exit %d; want %q, 4", out, *end.ExitCode, want)
+			}
+		}
+	}
+	// Each command gets the limit of its spec, lower than the last.
+	for _, n := range []int{5000, 4000} {
+		spec := shSpec("grep 'Max processes' /proc/self/limits")
+		spec.NProc = n
+		fds, out := stdio(t)
+		if err := SendSpec(s.ctl, spec, fds); err != nil {
+			t.Fatal(err)
+		}
+		fds[1].Close()
+		s.next(t)
+		if end := s.next(t); !end.Reuse {
+			t.Fatalf("status %+v", end)
+		}
+		if b, _ := io.ReadAll(out); !slices.Equal(strings.Fields(string(b))[2:4], []string{strconv.Itoa(n), strconv.Itoa(n)}) {
+			t.Errorf("RLIMIT_NPROC %q, want %d", b, n)
+		}
+	}
+	// A process left behind: no reuse, the shim exits, the process stays.
+	_, end, out := s.run(t, "sleep 300 >/dev/null 2>&1 & echo $!")
+	if end.Reuse {
+		t.Errorf("status %+v: reuse with a process left behind", end)
+	}
+	if code := s.exit(); code != 0 {
+		t.Errorf("shim exited %d, want 0", code)
+	}
+	var orphan int
+	if _, err := fmt.Sscan(out, &orphan); err != nil {
+		t.Fatalf("pid line %q: %v", out, err)
+	}
+	t.Cleanup(func() { _ = unix.Kill(orphan, unix.SIGKILL) })
+	if err := unix.Kill(orphan, 0); err != nil {
+		t.Errorf("the process left behind is gone: %v", err)
+	}
+
+	// SIGTERM to a shim between commands ends it (its default action).
+	s = startShim(t)
+	if _, end, _ := s.run(t, "true"); !end.Reuse {
+		t.Fatalf("status %+v", end)
+	}
+	if err := s.cmd.Process.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+	if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != unix.SIGTERM {
+		t.Errorf("a shim between commands sent SIGTERM ended with %v, want killed by it", s.cmd.ProcessState)
 	}
 }
 
@@ -227,10 +322,12 @@ func TestStopKillsDescendants(t *testing.T) {
 	if err := s.cmd.Process.Signal(unix.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.next(t); st.Signal != "SIGKILL" {
-		t.Errorf("status %+v, want SIGKILL", st)
+	if st := s.next(t); st.Signal != "SIGKILL" || st.Reuse {
+		t.Errorf("status %+v, want SIGKILL and no reuse", st)
 	}
-	s.exit()
+	if code := s.exit(); code != 0 { // a stopped shim exits, never waits for another command
+		t.Errorf("stopped shim exited %d, want 0", code)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, state, ok := readStat(orphan)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -31,6 +32,16 @@ func TestMain(m *testing.M) {
 			os.Exit(shim.Run(os.Args[2:]))
 		case "serve-test":
 			os.Exit(serveTest(os.Args[2], os.Args[3]))
+		}
+	}
+	// Shims and commands start with the stop signals' default actions, as
+	// under a real agent, even when this test runs with one ignored (under
+	// nohup, or in the background of a shell without job control): a
+	// signal this process handles is reset in its children, an ignored one
+	// stays ignored.
+	for _, sig := range []os.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGTERM} {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
 		}
 	}
 	// Commands run with `bash -l`, whose profile may start pyenv and the

@@ -10,7 +10,12 @@ import (
 
 // sealProbe runs in a sandbox: it finds the agent's spare shims (the
 // paddock-shim processes that are not this command's ancestors: the spare
-// waits for its spec on its control socket, fd 4), tries to ptrace them,
+// waits for its spec on its control socket, fd 4) once they are past their
+// start (a shim seals itself first thing in its main and then starts its
+// spare threads, so it has at least 6; from its exec until then it is
+// dumpable, the known gap of docs/security.md, which this probe does not
+// race for: the probe's own exec took the spare and the refill starts
+// while it runs), tries to ptrace them,
 // to open or steal their status pipe and control socket (fds 3 and 4) and
 // to open their memory, printing ALLOWED for what
 // succeeded, and with the argument kill kills them last.
@@ -22,13 +27,18 @@ def ppid(pid):
 anc, p = set(), os.getpid()
 while p > 1:
     p = ppid(p); anc.add(p)
+def threads(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
 spares = []
-for _ in range(200):
+for _ in range(500):
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) in anc:
             continue
         try:
-            if open("/proc/%s/comm" % d).read().strip() == "paddock-shim":
+            if open("/proc/%s/comm" % d).read().strip() == "paddock-shim" and threads(int(d)) >= 6:
                 spares.append(int(d))
         except OSError:
             pass

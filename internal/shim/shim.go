@@ -197,7 +197,7 @@ func runCommand(enc *json.Encoder, spec Spec, stdio [3]int, chld <-chan os.Signa
 		return st, 127
 	}
 	_ = enc.Encode(Status{PID: pid})
-	ws, stopped := awaitCommand(pid, chld, stop)
+	ws, stopped, left := awaitCommand(pid, chld, stop)
 	// Back to a spare's signals before the end is reported: a stop signal
 	// now ends the shim by its default action, and one sent for the
 	// command that ended is dropped.
@@ -207,27 +207,8 @@ func runCommand(enc *json.Encoder, spec Spec, stdio [3]int, chld <-chan os.Signa
 	default:
 	}
 	st := statusOf(ws)
-	st.Reuse = !stopped && childless()
+	st.Reuse = !stopped && !left
 	return st, 0
-}
-
-// childless reaps every child that has exited and reports whether none
-// is left. Once the command was reaped, every process it left behind is a
-// child of the shim (a subreaper): its orphans were reparented to the
-// shim before its own exit could be waited for.
-func childless() bool {
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.ECHILD:
-			return true
-		case err != nil || pid == 0:
-			return false
-		}
-	}
 }
 
 // awaitCommand reaps the shim's children (the command and the orphans
@@ -235,15 +216,18 @@ func childless() bool {
 // blocked syscall holds a thread, and the runtime would need another one
 // to handle a signal), until the command ended, and returns its status.
 // On SIGTERM, SIGINT or SIGHUP it first SIGKILLs every descendant, and
-// reports that it was stopped. Orphans that end after the command are
-// reaped by PID 1 once the shim has exited.
-func awaitCommand(main int, chld, stop <-chan os.Signal) (ws unix.WaitStatus, stopped bool) {
+// reports that it was stopped. left reports that the shim still has a
+// child once the command was reaped: once the command is gone, every
+// process it left behind is a child of the shim (a subreaper), its orphans
+// reparented before its own exit could be waited for. Orphans that end
+// after the command are reaped by PID 1 once the shim has exited.
+func awaitCommand(main int, chld, stop <-chan os.Signal) (ws unix.WaitStatus, stopped, left bool) {
 	tick := time.NewTicker(time.Second) // a SIGCHLD lost to coalescing
 	defer tick.Stop()
 	var stuck <-chan time.Time
 	for {
-		if ws, ok := reapChildren(main); ok {
-			return ws, stopped
+		if ws, ok, left := reapChildren(main); ok {
+			return ws, stopped, left
 		}
 		select {
 		case <-chld:
@@ -255,7 +239,7 @@ func awaitCommand(main int, chld, stop <-chan os.Signal) (ws unix.WaitStatus, st
 				stuck = time.After(5 * time.Second)
 			}
 		case <-stuck: // stuck in the kernel
-			return unix.WaitStatus(unix.SIGKILL), true
+			return unix.WaitStatus(unix.SIGKILL), true, true
 		}
 	}
 }
@@ -287,10 +271,9 @@ func SignalName(sig unix.Signal) string {
 }
 
 // reapChildren reaps every child of the shim that has exited, without
-// blocking, and returns the command's status once it was reaped.
-func reapChildren(main int) (unix.WaitStatus, bool) {
-	var mainWS unix.WaitStatus
-	found := false
+// blocking, and returns the command's status once it was reaped, and
+// whether any child is left.
+func reapChildren(main int) (mainWS unix.WaitStatus, found, left bool) {
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
@@ -298,7 +281,7 @@ func reapChildren(main int) (unix.WaitStatus, bool) {
 			continue
 		}
 		if err != nil || pid <= 0 {
-			return mainWS, found
+			return mainWS, found, err != unix.ECHILD
 		}
 		if pid == main {
 			mainWS, found = ws, true

@@ -12,11 +12,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -90,14 +92,53 @@ func (p *proc) tail(n int) string {
 	return string(b)
 }
 
+// freePort returns a loopback port that is free now and lies below the
+// kernel's ephemeral range (net.ipv4.ip_local_port_range): the process it
+// is for binds it later, and a port from the ephemeral range can be taken
+// in between by any outgoing connection on the host (etcd failed with
+// "address already in use" that way). Ports are handed out in turn from
+// a random start, so two calls in one test process never get the same one.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports.Lock()
+	defer ports.Unlock()
+	lo, hi := 10000, ephemeralLow()-1
+	if ports.next < lo || ports.next > hi {
+		ports.next = lo + mrand.IntN(hi-lo+1)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range hi - lo + 1 {
+		p := ports.next
+		if ports.next++; ports.next > hi {
+			ports.next = lo
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			l.Close()
+			return p
+		}
+	}
+	t.Fatalf("no free loopback port in %d-%d", lo, hi)
+	return 0
+}
+
+// ports is freePort's cursor, shared by the package's tests.
+var ports struct {
+	sync.Mutex
+	next int
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil || lo <= 10000 {
+		return 32768
+	}
+	return lo
 }
 
 func startControlPlane(t testing.TB, bin string) *controlPlane {

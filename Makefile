@@ -10,7 +10,7 @@ LDFLAGS := -X main.version=$(VERSION)
 
 all: build
 
-## build: the daemon, the CLI, the static guest agent and its command shim, the pinned runc,
+## build: the daemon, the CLI, the static guest agent, its command shim and its idle program (C), the pinned runc,
 ## and paddock-fakemodel, the fake model API the SDK tests use (a test tool, not shipped)
 build: console
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddockd ./cmd/paddockd
@@ -18,6 +18,7 @@ build: console
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-gateway ./cmd/paddock-gateway
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-agent ./cmd/paddock-agent
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/paddock-shim ./cmd/paddock-shim
+	$(CC) -static -Os -s -Wall -Wextra -Werror -o $(BIN)/paddock-idle cmd/paddock-idle/main.c
 	$(GO) build -tags seccomp -o $(BIN)/runc github.com/opencontainers/runc
 	$(GO) build -o $(BIN)/paddock-fakemodel ./internal/fakemodel/cmd/paddock-fakemodel
 

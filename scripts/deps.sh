@@ -7,6 +7,7 @@ dpkg -s pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v mkfs.ext4 >/dev/null 2>&1 || need="$need e2fsprogs"
 command -v mkfs.btrfs >/dev/null 2>&1 || need="$need btrfs-progs" # --disk-mode=quota, the default
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
+dpkg -s libc6-dev >/dev/null 2>&1 || need="$need libc6-dev" # libc.a: paddock-idle is linked statically
 command -v crun >/dev/null 2>&1 || need="$need crun"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v curl >/dev/null 2>&1 || need="$need curl"

@@ -91,8 +91,8 @@ images() {  # paddock-agent:dev (the pod backend's init container) and paddock:d
   cp "$BIN_DIR/paddock-agent" "$BIN_DIR/paddock-shim" "$w/agent/"   # install copies the shim from next to the agent
   "$HERE/k8s-node/images/mkimage.sh" "$w/agent" localhost/paddock-agent:dev "$LAB/images/agent.tar" /paddock-agent >/dev/null
   # deploy/kubernetes runs /usr/local/bin/paddockd and /usr/local/bin/paddock-gateway; paddockd finds
-  # paddock-agent, paddock-shim and runc next to itself
-  for b in paddockd paddock-gateway paddock-agent paddock-shim runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
+  # paddock-agent, paddock-shim, paddock-idle and runc next to itself
+  for b in paddockd paddock-gateway paddock-agent paddock-shim paddock-idle runc; do cp "$BIN_DIR/$b" "$w/p/usr/local/bin/"; done
   cp "$(command -v mkfs.ext4)" "$w/p/bin/"
   cp "$(command -v mkfs.btrfs)" "$w/p/bin/"   # the default disk mode's disk pool (--disk-mode=quota)
   cp "$(command -v busybox)" "$w/p/bin/busybox"
@@ -118,7 +118,7 @@ up() {
   for b in etcd kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager kube-proxy containerd containerd-shim-runc-v2 ctr; do
     [ -x "$BIN/$b" ] || { echo "$BIN/$b missing: make k8s-node-bin" >&2; exit 1; }
   done
-  for b in paddockd paddock-gateway paddock-agent paddock-shim runc; do
+  for b in paddockd paddock-gateway paddock-agent paddock-shim paddock-idle runc; do
     [ -x "$BIN_DIR/$b" ] || { echo "$BIN_DIR/$b missing: make build" >&2; exit 1; }
   done
   [ -x /usr/lib/cni/bridge ] || { echo "no /usr/lib/cni/bridge: apt-get install containernetworking-plugins" >&2; exit 1; }

@@ -34,7 +34,9 @@ backend: the agent reached over the pod network) every connection must
 first send the per-sandbox token (64 characters): read from --token-file
 (the pod backend mounts it from the sandbox's Kubernetes Secret) or else
 from $PADDOCK_AGENT_TOKEN, which the agent removes from its environment
-before any command runs.
+before any command runs. With --idle-exec (a unix socket only) an idle
+agent hibernates: it execs that program (paddock-idle) in its own place,
+which waits for the next connection and execs the agent again.
 
 shim is internal: the agent starts every command under a shim (it keeps
 one started ahead, waiting for its command on the control socket). The
@@ -85,6 +87,8 @@ func serve(args []string) int {
 	maxFile := fs.Int64("max-file-bytes", agent.DefaultMaxFileBytes, "largest file upload or download")
 	maxStdin := fs.Int64("max-stdin-bytes", agent.DefaultMaxStdinBytes, "largest stdin in one request")
 	spareIdle := fs.Duration("spare-idle", 0, "retire the spare shim after this long without an exec (0 = keep it; the next exec after a retirement starts its own shim)")
+	idleExec := fs.String("idle-exec", "", "hibernate: once the spare shim retired (--spare-idle) and nothing runs, no connection is open and nothing is kept for a client, exec this `program` (paddock-idle) in the agent's place; it holds the listening unix socket and execs the agent again at the next connection (\"\" = never)")
+	stateFD := fs.Int("state-fd", -1, "internal: resume from the state a hibernated agent saved in this `fd`")
 	debug := fs.Bool("debug", false, "log every request")
 	if err := fs.Parse(args); err != nil {
 		fs.SetOutput(os.Stderr)
@@ -130,6 +134,9 @@ func serve(args []string) int {
 		MaxFileBytes:  *maxFile,
 		MaxStdinBytes: *maxStdin,
 		SpareIdle:     *spareIdle,
+		IdleExec:      *idleExec,
+		Args:          os.Args,
+		StateFD:       *stateFD,
 	}, log)
 	log.Info("paddock-agent serving", "addr", ln.Addr().String(), "pid", os.Getpid(), "workdir", *workdir)
 	if err := srv.Serve(ctx, ln); err != nil {

@@ -96,6 +96,7 @@ func runDaemon(cfg Config, m daemonMode, log *slog.Logger) error {
 		}
 	}
 	ac := agent.NewClient(b.Dial)
+	ac.KeepIdleFor(agent.IdleConnTimeout(cfg.spareShimIdle()))
 	deps := manager.Deps{Store: st, Backend: b, Agent: ac, Network: extra.network, NetworkCleaner: extra.netClean, Egress: extra.egress, Log: log}
 	scfg := server.Config{MaxFileBytes: cfg.MaxFileBytes, Version: version, Metrics: metrics, PortKey: portKey}
 	if extra.catalog != nil { // a nil *Catalog in the interface would not read as "none"

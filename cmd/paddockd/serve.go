@@ -52,8 +52,11 @@ type Config struct {
 	DiskPoolMiB int64  `json:"disk_pool_mib,omitempty"`
 	// SpareShimIdleSeconds retires an idle sandbox's spare command shim
 	// after that many seconds without an exec (0: never; default 60).
-	SpareShimIdleSeconds *int64          `json:"spare_shim_idle_seconds,omitempty"`
-	Prices               *manager.Prices `json:"prices,omitempty"`
+	SpareShimIdleSeconds *int64 `json:"spare_shim_idle_seconds,omitempty"`
+	// AgentHibernate lets the agent of a sandbox in which nothing runs
+	// hibernate once its spare shim retired (default true).
+	AgentHibernate *bool           `json:"agent_hibernate,omitempty"`
+	Prices         *manager.Prices `json:"prices,omitempty"`
 	// Retention of paused and stopped sandboxes (retention.go).
 	Retention
 	// WarmPool is the warm pool: idle sandboxes kept ready per template
@@ -106,6 +109,7 @@ func serve(args []string) error {
 	diskPool := fs.Int64("disk-pool-mib", 0, "size in MiB of the disk pool's sparse image when it is first made (default: the size of the file system holding --state-dir)")
 	warmPool := addWarmPoolFlags(fs)
 	spareIdle := fs.Duration("spare-shim-idle", defaultSpareShimIdle, "retire a sandbox's spare command shim (a process kept started so an exec need not start one) after this long without an exec; the next exec then starts its own, about 15 ms more (0 = keep it)")
+	hibernate := fs.Bool("agent-hibernate", true, "once a sandbox's spare shim retired (--spare-shim-idle) and nothing runs in it, its guest agent (a Go process, about 1.3 MiB and six tasks) execs paddock-idle (one task, a few pages) in its place, which starts the agent again at the next call, about 8 ms more (runc and crun; not runsc)")
 	pprofListen := fs.String("pprof-listen", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")
@@ -193,6 +197,9 @@ func serve(args []string) error {
 	if set["spare-shim-idle"] || cfg.SpareShimIdleSeconds == nil {
 		secs := int64(spareIdle.Round(time.Second).Seconds())
 		cfg.SpareShimIdleSeconds = &secs
+	}
+	if set["agent-hibernate"] || cfg.AgentHibernate == nil {
+		cfg.AgentHibernate = hibernate
 	}
 	if *cfg.SpareShimIdleSeconds < 0 {
 		return fmt.Errorf("--spare-shim-idle must not be negative")
@@ -282,7 +289,8 @@ func run(cfg Config) error {
 		DefaultRuntime: cfg.Runtime, Templates: cfg.Templates, MaxSlots: max(cfg.MaxSandboxes*2, 64), Log: log,
 		UIDBase: uint32(cfg.UIDBase), CgroupParent: cfg.CgroupParent,
 		DiskMode: cfg.DiskMode, DiskPoolMiB: cfg.DiskPoolMiB, SpareIdle: cfg.spareShimIdle(),
-		Images: func(name string) (*template.Root, error) { return cat.Root(name) },
+		Hibernate: cfg.AgentHibernate == nil || *cfg.AgentHibernate,
+		Images:    func(name string) (*template.Root, error) { return cat.Root(name) },
 	})
 	if err != nil {
 		return err

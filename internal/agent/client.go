@@ -77,13 +77,36 @@ func NewClient(dial Dialer) *Client {
 		},
 		Proxy:                  nil,
 		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        30 * time.Second,
+		IdleConnTimeout:        defaultIdleConnTimeout,
 		MaxResponseHeaderBytes: 64 << 10,
 		DisableCompression:     true,
 		// Only calls with Expect: 100-continue wait (streaming stdin).
 		ExpectContinueTimeout: expectContinueTimeout,
 	}}}
 }
+
+// KeepIdleFor sets how long a connection to an agent is kept for reuse
+// (default 30 s); call it before the client's first call.
+func (c *Client) KeepIdleFor(d time.Duration) {
+	c.hc.Transport.(*http.Transport).IdleConnTimeout = d
+}
+
+// IdleConnTimeout is the keep-alive of the daemon's connections to agents
+// whose spare shim retires after spareIdle: under half of it, so that
+// the client has closed them by the time an agent may hibernate (it never
+// hibernates with a connection open; a close from the client's side
+// cannot race a call the way a close from the agent's side would), and
+// at most 30 s.
+func IdleConnTimeout(spareIdle time.Duration) time.Duration {
+	if spareIdle <= 0 {
+		return defaultIdleConnTimeout
+	}
+	return min(defaultIdleConnTimeout, max(spareIdle*2/5, 50*time.Millisecond))
+}
+
+// defaultIdleConnTimeout is how long the daemon keeps a connection to an
+// agent for reuse.
+const defaultIdleConnTimeout = 30 * time.Second
 
 // CloseIdleConnections closes the connections to agents kept for reuse.
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }

@@ -73,8 +73,8 @@ func relay(client net.Conn, buffered *bufio.Reader, up net.Conn) {
 	}()
 	go func() {
 		io.Copy(client, up)
-		if uc, ok := client.(*net.UnixConn); ok {
-			uc.CloseWrite()
+		if cw, ok := client.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
 		}
 		done <- struct{}{}
 	}()

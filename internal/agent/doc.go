@@ -39,4 +39,11 @@
 // As PID 1 (Config.Reaper) the agent reaps every child: one goroutine waits
 // for any child on SIGCHLD and hands the statuses of the shims it started to
 // their owners.
+//
+// With Config.IdleExec an idle agent hibernates (hibernate.go): once its
+// spare retired, with nothing else running in the sandbox, no connection
+// open and nothing kept for a client, it execs that program (paddock-idle,
+// in C) in its own place, which holds the listening socket and execs the
+// agent again, with the state it saved (Config.StateFD), at the next
+// connection.
 package agent

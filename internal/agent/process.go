@@ -91,6 +91,27 @@ func (t *procTable) live() int {
 	return n
 }
 
+// size counts the records and the starts in progress.
+func (t *procTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.procs) + t.pending
+}
+
+// lastSeq is the number of the last id handed out; setSeq continues after
+// seq (an agent back from hibernation never reuses an id).
+func (t *procTable) lastSeq() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seq
+}
+
+func (t *procTable) setSeq(seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq = max(t.seq, seq)
+}
+
 // list returns the processes, oldest first.
 func (t *procTable) list() []*proc {
 	t.mu.Lock()

@@ -61,6 +61,15 @@ type Config struct {
 	// that long without an exec (see shimPool); 0 keeps it. PUT /spare
 	// changes it.
 	SpareIdle time.Duration
+	// IdleExec, if set, is the program a quiet agent execs in its own
+	// place once its spare retired (hibernate.go), with Args (the
+	// agent's argv) to start it again. It applies only to a unix
+	// listener.
+	IdleExec string
+	Args     []string
+	// StateFD, if positive, is a descriptor holding the state an agent
+	// that hibernated saved; NewServer reads and closes it.
+	StateFD int
 }
 
 func (c Config) withDefaults() Config {
@@ -99,6 +108,7 @@ type Server struct {
 	// watches holds a token per open file watch.
 	watches chan struct{}
 	code    *kernel.Manager // code contexts
+	hib     hibernation
 }
 
 // NewServer returns a server for cfg. With cfg.Reaper it starts reaping
@@ -113,6 +123,13 @@ func NewServer(cfg Config, log *slog.Logger) *Server {
 	s.watches = make(chan struct{}, s.cfg.MaxWatches)
 	s.code = s.newKernels()
 	s.shims.idle = max(s.cfg.SpareIdle, 0)
+	if s.cfg.StateFD > 0 {
+		if st, err := readResumeState(s.cfg.StateFD); err != nil {
+			log.Error("resume after hibernation", "err", err)
+		} else {
+			s.resume(st)
+		}
+	}
 	if s.cfg.Reaper {
 		s.reaper = startReaper(log)
 	}
@@ -170,6 +187,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       5 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if ul, ok := ln.(*net.UnixListener); ok && s.cfg.IdleExec != "" {
+		s.hib.gate = newGateListener(ul)
+		ln = s.hib.gate
+		defer s.hib.gate.stop()
 	}
 	s.refillShim()
 	errc := make(chan error, 1)

@@ -273,6 +273,7 @@ func (s *Server) retireSpare(gen uint64) {
 	s.shims.mu.Unlock()
 	sh.release() // the shim reads EOF and exits; the reaper collects it
 	s.log.Debug("spare shim retired", "idle", idle)
+	s.spareRetired(idle)
 }
 
 // setSpareIdle sets how long the spare waits unused before it is retired

@@ -222,6 +222,13 @@ func (m *Manager) List() []api.CodeContext {
 	return out
 }
 
+// Len counts the contexts.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.contexts)
+}
+
 // Delete kills a context's interpreter and forgets it.
 func (m *Manager) Delete(id string) error {
 	m.mu.Lock()

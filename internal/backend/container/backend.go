@@ -90,7 +90,12 @@ type Config struct {
 	// without an exec (0: never); warm-pool sandboxes (Spec.Pooled) keep
 	// theirs until the manager hands them out.
 	SpareIdle time.Duration
-	Log       *slog.Logger
+	// Hibernate gives agents under runc and crun paddock-idle (IdleBinary,
+	// default: next to AgentBinary, when there is one): once its spare
+	// retired and nothing runs, an agent execs it in its own place.
+	Hibernate  bool
+	IdleBinary string
+	Log        *slog.Logger
 }
 
 // DefaultCgroupParent derives the cgroup parent of a state directory.
@@ -114,6 +119,7 @@ type Backend struct {
 	runtimes map[string]*ociRuntime
 	cgroupV1 bool
 	hasMemsw bool
+	hasIdle  bool // paddock-idle is installed next to the agent
 
 	exits *exitWatch
 	stats statsCache // stats.go
@@ -207,6 +213,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("base template: %w", err)
 	}
 	b.base = base
+	b.hasIdle = guest.idle != ""
 	b.img = &imageState{userns: map[uint32]*os.File{}}
 	if b.img.paddock, err = buildPaddockLayer(cfg.StateDir, guest); err != nil {
 		return nil, fmt.Errorf("paddock layer: %w", err)
@@ -580,6 +587,16 @@ func (b *Backend) dirIDs() []string {
 		}
 	}
 	return out
+}
+
+// idleExec is the agent's --idle-exec under runtime rt: agents hibernate
+// where Config.Hibernate asks for it and paddock-idle is installed, but not
+// under gVisor (runsc), where the sandbox's memory is the sentry's.
+func (b *Backend) idleExec(rt *ociRuntime) string {
+	if !b.cfg.Hibernate || !b.hasIdle || rt.gvisor() {
+		return ""
+	}
+	return idlePath
 }
 
 // spareIdle is the agent's --spare-idle for spec.

@@ -13,12 +13,19 @@ import (
 // next to the agent, which looks for it there.
 const shimPath = "/.paddock/" + shim.Name
 
+// idleName is the agent's idle program (cmd/paddock-idle), idlePath where
+// it lives inside every sandbox.
+const (
+	idleName = "paddock-idle"
+	idlePath = "/.paddock/" + idleName
+)
+
 // guestBinaries are the programs in every sandbox's /.paddock: the agent
 // and, when there is one, its command shim (without it the agent runs
 // its own binary as the shim, about 7 ms slower per start).
 type guestBinaries struct {
-	agent, shim       string // host paths; shim may be ""
-	agentSum, shimSum string // their sha256, read once for every layer that holds them
+	agent, shim, idle          string // host paths; shim and idle may be ""
+	agentSum, shimSum, idleSum string // their sha256, read once for every layer that holds them
 }
 
 // guestBinariesOf returns cfg's agent and shim (ShimBinary, else
@@ -32,7 +39,18 @@ func guestBinariesOf(cfg Config) (guestBinaries, error) {
 			g.shim = p
 		}
 	}
+	if g.idle = cfg.IdleBinary; g.idle == "" {
+		p := filepath.Join(filepath.Dir(cfg.AgentBinary), idleName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			g.idle = p
+		}
+	}
 	var err error
+	if g.idle != "" {
+		if g.idleSum, err = fileSHA256(g.idle); err != nil {
+			return g, fmt.Errorf("idle binary: %w", err)
+		}
+	}
 	if g.agentSum, err = fileSHA256(g.agent); err != nil {
 		return g, fmt.Errorf("agent binary: %w", err)
 	}
@@ -52,6 +70,9 @@ func (g guestBinaries) hash(h io.Writer) {
 	if g.shim != "" {
 		fmt.Fprintf(h, "shim %s\n", g.shimSum)
 	}
+	if g.idle != "" {
+		fmt.Fprintf(h, "idle %s\n", g.idleSum)
+	}
 }
 
 // install copies the binaries into rootfs (mode 0555).
@@ -65,11 +86,15 @@ func (g guestBinaries) install(rootfs string) error {
 	if err := copyFile(g.agent, filepath.Join(rootfs, agentPath), 0o555); err != nil {
 		return fmt.Errorf("install agent: %w", err)
 	}
-	if g.shim == "" {
-		return nil
+	if g.shim != "" {
+		if err := copyFile(g.shim, filepath.Join(rootfs, shimPath), 0o555); err != nil {
+			return fmt.Errorf("install shim: %w", err)
+		}
 	}
-	if err := copyFile(g.shim, filepath.Join(rootfs, shimPath), 0o555); err != nil {
-		return fmt.Errorf("install shim: %w", err)
+	if g.idle != "" {
+		if err := copyFile(g.idle, filepath.Join(rootfs, idlePath), 0o555); err != nil {
+			return fmt.Errorf("install idle program: %w", err)
+		}
 	}
 	return nil
 }

@@ -63,6 +63,9 @@ type specParams struct {
 	// SpareIdle is the agent's --spare-idle (0: the agent keeps its spare
 	// shim).
 	SpareIdle time.Duration
+	// IdleExec is the agent's --idle-exec ("": the agent never
+	// hibernates).
+	IdleExec string
 }
 
 // buildSpec writes the OCI runtime spec of one sandbox.
@@ -85,6 +88,9 @@ func buildSpec(p specParams) (*specs.Spec, error) {
 		"--nproc", strconv.FormatInt(p.Resources.PIDs, 10)}
 	if p.SpareIdle > 0 {
 		args = append(args, "--spare-idle", p.SpareIdle.String())
+	}
+	if p.IdleExec != "" {
+		args = append(args, "--idle-exec", p.IdleExec)
 	}
 	s := &specs.Spec{
 		Version: "1.0.2", // the oldest version every runtime we support accepts (crun 1.8 refuses newer)

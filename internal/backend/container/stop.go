@@ -185,7 +185,7 @@ func (b *Backend) boot(ctx context.Context, spec sandbox.Spec, root *sandboxRoot
 	s, err := buildSpec(specParams{
 		ID: spec.ID, CgroupParent: b.cfg.CgroupParent, Rootfs: rootfs, HostMounts: root.hostMounts, UIDBase: m.UIDBase,
 		Resources: spec.Resources, Env: root.env, CgroupV1: b.cgroupV1, HasMemsw: b.hasMemsw,
-		SpareIdle: b.spareIdle(spec),
+		SpareIdle: b.spareIdle(spec), IdleExec: b.idleExec(root.runtime),
 	})
 	if err != nil {
 		return sandbox.Info{}, err

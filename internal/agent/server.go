@@ -193,7 +193,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln = s.hib.gate
 		defer s.hib.gate.stop()
 	}
-	s.refillShim()
+	if s.cfg.StateFD > 0 {
+		// Back from hibernation: the call that woke the agent waits in the
+		// backlog. An exec starts its own shim at once; a spare started
+		// now would only compete with it for the sandbox's CPU.
+		s.refillShimAfter(time.After(refillDelay))
+	} else {
+		s.refillShim()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var err error

@@ -144,7 +144,7 @@ bench: build
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Latency|Code|Capacity|Lifecycle|NetworkOnOff|NoisyNeighbor|Pool|Surface|Terminal)$$' -benchtime 200x ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN)
 	$(MAKE) bench-perf
 
-## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, host memory per idle sandbox, delete latency, deleting N at once, create → first result cold and pooled, cold under runc vs crun (crun with its compiled seccomp filter handed back), sustained cycles with the pool off and on, exec vs bare, the agent's peak memory for capped output); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
+## bench-perf: issue 14's figures (idle CPU with 0 and N idle sandboxes, host memory per idle sandbox, the first exec into a sandbox whose agent hibernated, delete latency, deleting N at once, create → first result cold and pooled, cold under runc vs crun (crun with its compiled seccomp filter handed back), sustained cycles with the pool off and on, exec vs bare, the agent's peak memory for capped output); BASELINE=<git ref> also builds that ref and runs its daemon alongside, interleaved
 BASELINE ?=
 BENCH_BASE_DIR ?= /tmp/paddock-bench-baseline
 bench-perf: build
@@ -152,7 +152,7 @@ bench-perf: build
 	@if [ -n "$(BASELINE)" ]; then rm -rf $(BENCH_BASE_DIR) && mkdir -p $(BENCH_BASE_DIR)/src && \
 		git archive $(BASELINE) | tar -x -C $(BENCH_BASE_DIR)/src && \
 		$(MAKE) -C $(BENCH_BASE_DIR)/src build BIN=$(BENCH_BASE_DIR)/bin; fi
-	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|IdleMemory|Delete|MassDelete|Create|CreateRuntimes|Cycles|Exec|AgentMemory)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(Idle|IdleMemory|Wake|Delete|MassDelete|Create|CreateRuntimes|Cycles|Exec|AgentMemory)$$' -benchtime 1x -timeout 30m ./integration/ -args -paddock.bin=$(CURDIR)/$(BIN) $(if $(BASELINE),-paddock.baseline.bin=$(BENCH_BASE_DIR)/bin)
 
 ## bench-scale: issue 14's scale figures, not part of test or bench: SCALE_N idle sandboxes held on one daemon while another tenant's exec p50/p99 is measured, then SCALE_DELETE_N of them deleted at once (answered, host clean) while the rest stay, then the rest; with BASELINE=<git ref>, first BenchmarkMassDelete of SCALE_DELETE_N for this build and the baseline's. Raises kernel.pid_max first (every agent thread is a task).
 SCALE_DELETE_N ?= 2000

@@ -74,8 +74,12 @@ func statCPUSeconds(stat string) float64 {
 // (processes of the same name summed) that used the most CPU, as shares
 // of one core.
 func topCPU(window time.Duration, k int) string {
-	read := func() map[string]float64 {
-		out := map[string]float64{}
+	type sample struct {
+		name string
+		cpu  float64
+	}
+	read := func() map[string]sample {
+		out := map[string]sample{}
 		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, p := range stats {
 			b, err := os.ReadFile(p)
@@ -87,7 +91,7 @@ func topCPU(window time.Duration, k int) string {
 			if i < 0 || j < i {
 				continue
 			}
-			out[filepath.Base(filepath.Dir(p))+" "+s[i+1:j]] = statCPUSeconds(s)
+			out[filepath.Base(filepath.Dir(p))] = sample{s[i+1 : j], statCPUSeconds(s)}
 		}
 		return out
 	}
@@ -95,9 +99,11 @@ func topCPU(window time.Duration, k int) string {
 	time.Sleep(window)
 	b := read()
 	byName := map[string]float64{}
-	for key, v := range b {
-		_, name, _ := strings.Cut(key, " ")
-		byName[name] += v - a[key] // a process born in the window counts whole
+	for pid, v := range b {
+		// A process born in the window counts whole; one that exec'd
+		// another program (an agent that hibernated) counts under its new
+		// name for the window only.
+		byName[v.name] += v.cpu - a[pid].cpu
 	}
 	names := make([]string, 0, len(byName))
 	for n := range byName {

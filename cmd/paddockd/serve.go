@@ -109,7 +109,7 @@ func serve(args []string) error {
 	diskPool := fs.Int64("disk-pool-mib", 0, "size in MiB of the disk pool's sparse image when it is first made (default: the size of the file system holding --state-dir)")
 	warmPool := addWarmPoolFlags(fs)
 	spareIdle := fs.Duration("spare-shim-idle", defaultSpareShimIdle, "retire a sandbox's spare command shim (a process kept started so an exec need not start one) after this long without an exec; the next exec then starts its own, about 15 ms more (0 = keep it)")
-	hibernate := fs.Bool("agent-hibernate", true, "once a sandbox's spare shim retired (--spare-shim-idle) and nothing runs in it, its guest agent (a Go process, about 1.3 MiB and six tasks) execs paddock-idle (one task, a few pages) in its place, which starts the agent again at the next call, about 8 ms more (runc and crun; not runsc)")
+	hibernate := fs.Bool("agent-hibernate", true, "once a sandbox's spare shim retired (--spare-shim-idle) and nothing runs in it, its guest agent (a Go process, about 1.3 MiB and six tasks) execs paddock-idle (one task, a few pages) in its place, which starts the agent again at the next call, about 16 ms more, once (runc and crun; not runsc)")
 	pprofListen := fs.String("pprof-listen", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	retention := addRetentionFlags(fs)
 	uidBase := fs.Int64("uid-base", 1<<20, "first host uid mapped into sandboxes; sandbox n maps uid 0 to uid-base+n*65536 (give each daemon on a host its own range)")

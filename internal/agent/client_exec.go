@@ -212,6 +212,13 @@ func (c *Client) KillProcess(ctx context.Context, id, process, signal string) er
 		ctype: "application/json", timeout: Grace, ok: []int{http.StatusNoContent, http.StatusOK}}, 0, nil)
 }
 
+// ForgetProcess drops the record of a process that ended (its output
+// included); a running process is sandbox.ErrConflict.
+func (c *Client) ForgetProcess(ctx context.Context, id, process string) error {
+	return c.jsonCall(ctx, id, call{method: http.MethodDelete, path: processPath(process, ""), timeout: Grace,
+		ok: []int{http.StatusNoContent}}, 0, nil)
+}
+
 // ExecStdin is Exec with the command's stdin read from stdin as the
 // command runs, through the agent's streaming route (ExecStdinPath);
 // req's own stdin fields must be empty. size is stdin's length, -1 if

@@ -244,6 +244,25 @@ func (s *Server) handleKillProcess(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
+// handleForgetProcess drops the record of a process that ended, with its
+// output: DELETE /processes/{process}. The daemon's E2B endpoint forgets
+// each process it relayed to its end (envd keeps none), so that the
+// record does not keep the agent from hibernating. A running process is a
+// conflict.
+func (s *Server) handleForgetProcess(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("process")
+	p, err := s.procs.get(id)
+	if err != nil {
+		return err
+	}
+	if !p.finished() {
+		return conflict("process %s is running; kill it first", id)
+	}
+	s.procs.remove(id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // parseSignal accepts "SIGTERM", "TERM", "term" or "15"; empty is SIGKILL.
 func parseSignal(name string) (unix.Signal, error) {
 	if name == "" {

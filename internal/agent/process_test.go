@@ -206,3 +206,21 @@ func TestProcessTable(t *testing.T) {
 		t.Errorf("exec after eviction: %+v", res)
 	}
 }
+
+// TestProcessForget: DELETE /processes/{id} drops the record of a process
+// that ended, and refuses one that runs (409); an unknown id is 404.
+func TestProcessForget(t *testing.T) {
+	h := newHarness(t, agent.Config{})
+	p := h.startProcess(api.ExecRequest{Argv: []string{"sleep", "30"}})
+	h.must(http.StatusConflict, http.MethodDelete, "/processes/"+p.ID, nil, nil)
+	h.must(http.StatusNoContent, http.MethodPost, "/processes/"+p.ID+"/kill", api.SignalRequest{}, nil)
+	h.waitProcess(p.ID, "10")
+	h.must(http.StatusNoContent, http.MethodDelete, "/processes/"+p.ID, nil, nil)
+	h.must(http.StatusNotFound, http.MethodGet, "/processes/"+p.ID, nil, nil)
+	h.must(http.StatusNotFound, http.MethodDelete, "/processes/"+p.ID, nil, nil)
+	var list api.ListProcessesResponse
+	h.must(http.StatusOK, http.MethodGet, "/processes", nil, &list)
+	if len(list.Processes) != 0 {
+		t.Fatalf("records left: %+v", list.Processes)
+	}
+}

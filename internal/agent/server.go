@@ -155,6 +155,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /processes/{process}/output", s.handle(s.handleProcessOutput))
 	mux.Handle("POST /processes/{process}/stdin", s.handle(s.handleProcessStdin))
 	mux.Handle("POST /processes/{process}/kill", s.handle(s.handleKillProcess))
+	mux.Handle("DELETE /processes/{process}", s.handle(s.handleForgetProcess))
 	mux.Handle("PUT /files", s.handle(s.handlePutFile))
 	mux.Handle("GET /files", s.handle(s.handleGetFile))
 	mux.Handle("DELETE /files", s.handle(s.handleDeleteFile))

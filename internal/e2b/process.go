@@ -161,6 +161,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, id string, p *api
 			st.End(rpcErrorf(codeInternal, "%s", msg))
 			return
 		case api.EventExit:
+			defer s.forget(id, p.ID)
 			if ev.ExecResult != nil && ev.ExecResult.TimedOut {
 				st.End(rpcErrorf(codeDeadlineExceeded, "the command ran past its timeout and was killed"))
 				return
@@ -176,6 +177,17 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, id string, p *api
 			st.End(nil)
 			return
 		}
+	}
+}
+
+// forget drops the agent's record of process pid of sandbox id, which
+// ended: envd keeps no process that ended (Connect and List see only
+// running ones), and a record would keep the agent from hibernating.
+func (s *Server) forget(id, pid string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.agent.ForgetProcess(ctx, id, pid); err != nil {
+		s.log.Debug("forget an ended process", "sandbox", id, "process", pid, "err", err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-sandbox/paddock/internal/agent"
 	"github.com/paddock-sandbox/paddock/internal/backend/fake"
 	"github.com/paddock-sandbox/paddock/internal/e2b"
 	"github.com/paddock-sandbox/paddock/internal/manager"
@@ -30,9 +31,10 @@ func TestMain(m *testing.M) {
 
 // testServer is the E2B endpoint over a real manager and the fake backend.
 type testServer struct {
-	t   *testing.T
-	url string
-	key string
+	t     *testing.T
+	url   string
+	key   string
+	agent *agent.Client // the sandboxes' agents, straight
 }
 
 func newTestServer(t *testing.T) *testServer {
@@ -57,7 +59,9 @@ func newTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close() })
-	mgr := manager.New(manager.DefaultConfig(), manager.Deps{Store: st, Backend: fake.New(host, fake.Config{}), Log: log})
+	backend := fake.New(host, fake.Config{})
+	ts.agent = agent.NewClient(backend.Dial)
+	mgr := manager.New(manager.DefaultConfig(), manager.Deps{Store: st, Backend: backend, Log: log})
 	if err := mgr.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +252,11 @@ func TestProcessStream(t *testing.T) {
 	}
 	if out != "hi\n" || exit != float64(3) {
 		t.Fatalf("output %q exit %v in %v", out, exit, msgs)
+	}
+	// envd keeps no process that ended: neither does the agent, so that
+	// the record does not keep it from hibernating.
+	if list, err := ts.agent.ListProcesses(context.Background(), sb.SandboxID); err != nil || len(list.Processes) != 0 {
+		t.Fatalf("agent's records after the end: %+v %v", list, err)
 	}
 
 	// The same call by host name, E2B_DOMAIN style.

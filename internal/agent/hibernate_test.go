@@ -104,7 +104,9 @@ func TestResumeState(t *testing.T) {
 func TestGateListener(t *testing.T) {
 	g := newGateListener(unixListener(t))
 	accepted := make(chan net.Conn, 4)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		for {
 			c, err := g.Accept()
 			if err != nil {
@@ -148,6 +150,7 @@ func TestGateListener(t *testing.T) {
 		t.Fatal("the waiting connection was not accepted after resume")
 	}
 	g.Close()
+	<-stopped // Accept failed: the server stopped accepting
 	if g.pause() {
 		t.Fatal("pause after close: reported parked")
 	}

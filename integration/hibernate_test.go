@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestAgentHibernates(t *testing.T) {
 	}
 	agent := sandboxPIDs(t, sb.ID)
 	pid := waitHibernated(t, sb.ID, idle+15*time.Second)
-	if !containsInt(agent, pid) {
+	if !slices.Contains(agent, pid) {
 		t.Fatalf("PID 1 changed: agent %v, idle %d", agent, pid)
 	}
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -68,6 +69,7 @@ func TestAgentHibernates(t *testing.T) {
 		t.Fatalf("paddock-idle status: %v\n%s", err, st)
 	}
 
+	fds := openFDs(t, pid)
 	for round := range 3 {
 		res, err := sb.Exec(ctx, api.ExecRequest{Command: `echo "$GREETING"; cat /proc/1/comm`})
 		if err != nil || res.ExitCode == nil || *res.ExitCode != 0 || res.Stdout != "hello from the pool\npaddock-agent\n" {
@@ -75,6 +77,11 @@ func TestAgentHibernates(t *testing.T) {
 		}
 		if again := waitHibernated(t, sb.ID, idle+15*time.Second); again != pid {
 			t.Fatalf("round %d: PID 1 changed: %d then %d", round, pid, again)
+		}
+		// What the agent hands over is closed by the next one: nothing
+		// piles up over hibernations.
+		if n := openFDs(t, pid); n != fds {
+			t.Fatalf("round %d: paddock-idle holds %d descriptors, %d the first time", round, n, fds)
 		}
 	}
 
@@ -132,11 +139,12 @@ func TestAgentHibernates(t *testing.T) {
 	}
 }
 
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
+// openFDs counts the open descriptors of host process pid.
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return false
+	return len(ents)
 }

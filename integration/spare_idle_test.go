@@ -10,7 +10,7 @@ import (
 
 // waitPIDs waits up to d for sandbox id's cgroup to hold n processes and
 // returns them, failing with what it held instead.
-func waitPIDs(t *testing.T, id string, n int, d time.Duration) []int {
+func waitPIDs(t testing.TB, id string, n int, d time.Duration) []int {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {

@@ -61,7 +61,7 @@ func BenchmarkWake(b *testing.B) {
 			}
 			for _, sb := range sbs[j] {
 				// Idle: one process left (paddock-idle, or the agent alone).
-				pids := waitPIDsB(b, sb.ID, 1, idle+40*time.Second)
+				pids := waitPIDs(b, sb.ID, 1, idle+40*time.Second)
 				time.Sleep(500 * time.Millisecond) // past the hibernation that follows the spare's retirement
 				idlePID1[j] = comm(pids[0])
 				first[j] = append(first[j], exec(sb))
@@ -78,19 +78,4 @@ func BenchmarkWake(b *testing.B) {
 			float64(pct(first[0], 50))/float64(pct(first[1], 50)), ms(pct(first[0], 50)-pct(first[1], 50)))
 	}
 	b.ReportMetric(ms(pct(first[0], 50)), "wake-ms-this")
-}
-
-// waitPIDsB waits up to d for sandbox id's cgroup to hold n processes.
-func waitPIDsB(b *testing.B, id string, n int, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		pids := sandboxPIDs(b, id)
-		if len(pids) == n {
-			return pids
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("sandbox %s: processes %v after %v, want %d", id, pids, d, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

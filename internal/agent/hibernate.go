@@ -32,9 +32,9 @@ import (
 // nothing the daemon sends is lost. What the next call pays is one start
 // of the agent.
 //
-// The daemon's client closes idle connections after 30 s, before the
-// spare's idle time (a minute by default) ends, so the agent normally
-// finds none open; when it finds one, or anything else that keeps it, it
+// The daemon's client closes idle connections after 2/5 of the spare's
+// idle time (IdleConnTimeout: 24 s of the default minute), so the agent
+// normally finds none open; when it finds one, or anything else that keeps it, it
 // tries again after another idle time, as long as no spare came back.
 
 // resumeState is what a hibernating agent keeps for its next start.

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -28,29 +29,15 @@ type guestBinaries struct {
 	agentSum, shimSum, idleSum string // their sha256, read once for every layer that holds them
 }
 
-// guestBinariesOf returns cfg's agent and shim (ShimBinary, else
-// paddock-shim next to the agent binary when it exists), with their
-// hashes.
+// guestBinariesOf returns cfg's agent, shim (ShimBinary, else
+// paddock-shim next to the agent binary when it exists) and idle program
+// (IdleBinary, else paddock-idle next to the agent binary when it
+// exists), with their hashes.
 func guestBinariesOf(cfg Config) (guestBinaries, error) {
-	g := guestBinaries{agent: cfg.AgentBinary, shim: cfg.ShimBinary}
-	if g.shim == "" {
-		p := filepath.Join(filepath.Dir(cfg.AgentBinary), shim.Name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			g.shim = p
-		}
-	}
-	if g.idle = cfg.IdleBinary; g.idle == "" {
-		p := filepath.Join(filepath.Dir(cfg.AgentBinary), idleName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			g.idle = p
-		}
-	}
+	g := guestBinaries{agent: cfg.AgentBinary,
+		shim: cmp.Or(cfg.ShimBinary, besideAgent(cfg.AgentBinary, shim.Name)),
+		idle: cmp.Or(cfg.IdleBinary, besideAgent(cfg.AgentBinary, idleName))}
 	var err error
-	if g.idle != "" {
-		if g.idleSum, err = fileSHA256(g.idle); err != nil {
-			return g, fmt.Errorf("idle binary: %w", err)
-		}
-	}
 	if g.agentSum, err = fileSHA256(g.agent); err != nil {
 		return g, fmt.Errorf("agent binary: %w", err)
 	}
@@ -59,7 +46,21 @@ func guestBinariesOf(cfg Config) (guestBinaries, error) {
 			return g, fmt.Errorf("shim binary: %w", err)
 		}
 	}
+	if g.idle != "" {
+		if g.idleSum, err = fileSHA256(g.idle); err != nil {
+			return g, fmt.Errorf("idle binary: %w", err)
+		}
+	}
 	return g, nil
+}
+
+// besideAgent is the regular file name next to the agent binary, or "".
+func besideAgent(agentBinary, name string) string {
+	p := filepath.Join(filepath.Dir(agentBinary), name)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return ""
 }
 
 // hash writes what names the binaries into a layer's hash: the agent's
